@@ -1,0 +1,109 @@
+"""The gated recurrent unit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from keras import ops
+
+from keras_rnncells.cells.base import DenseGatesCell
+from keras_rnncells.cells.registry import register_cell
+
+
+def tf_backend():
+    from keras.src.backend.tensorflow import rnn
+
+    return rnn
+
+
+def is_default(activation, name: str) -> bool:
+    return getattr(activation, "__name__", None) == name
+
+
+@register_cell("gru")
+class GRUCell(DenseGatesCell):
+    """Gated recurrent unit (Cho et al. 2014, "Learning phrase representations
+    using RNN encoder-decoder for statistical machine translation").
+
+    .. math::
+
+        z_t &= \\sigma(W_z x_t + U_z h_{t-1} + b_z) \\\\
+        r_t &= \\sigma(W_r x_t + U_r h_{t-1} + b_r) \\\\
+        \\tilde h_t &= \\tanh(W_h x_t + r_t \\odot (U_h h_{t-1} + b'_h))
+            \\quad\\text{(reset\\_after=True)} \\\\
+        \\tilde h_t &= \\tanh(W_h x_t + U_h (r_t \\odot h_{t-1}) + b_h)
+            \\quad\\text{(reset\\_after=False)} \\\\
+        h_t &= z_t \\odot h_{t-1} + (1 - z_t) \\odot \\tilde h_t
+
+    Weights: ``kernel`` (input_dim, 3 units), ``recurrent_kernel``
+    (units, 3 units), column blocks ``z, r, h``; ``bias`` is (3 units,) for
+    ``reset_after=False`` and (2, 3 units) for ``reset_after=True`` (row 0 input
+    bias, row 1 recurrent bias ``b'``). Identical to ``keras.layers.GRUCell``.
+    ``reset_after=True`` is the cuDNN form.
+    """
+
+    blocks = ("z", "r", "h")
+
+    def __init__(self, units: int, reset_after: bool = True, **kwargs: Any) -> None:
+        super().__init__(units, **kwargs)
+        self.reset_after = bool(reset_after)
+
+    def bias_shape(self):
+        return (2, self.width) if self.reset_after else (self.width,)
+
+    @property
+    def input_bias(self):
+        if self.bias is None or not self.reset_after:
+            return self.bias
+        return self.bias[0]
+
+    def step(self, projected, states, training=False):
+        x_z, x_r, x_h = projected
+        h_prev = states[0]
+        h_in = self.drop_recurrent(h_prev, training)
+        if self.reset_after:
+            inner = ops.matmul(h_in, self.recurrent_kernel)
+            if self.bias is not None:
+                inner = inner + self.bias[1]
+            u_z, u_r, u_h = ops.split(inner, 3, axis=-1)
+            z = self.recurrent_activation(x_z + u_z)
+            r = self.recurrent_activation(x_r + u_r)
+            h_tilde = self.activation(x_h + r * u_h)
+        else:
+            inner = ops.matmul(h_in, self.recurrent_kernel[:, : 2 * self.units])
+            u_z, u_r = ops.split(inner, 2, axis=-1)
+            z = self.recurrent_activation(x_z + u_z)
+            r = self.recurrent_activation(x_r + u_r)
+            u_h = ops.matmul(r * h_in, self.recurrent_kernel[:, 2 * self.units :])
+            h_tilde = self.activation(x_h + u_h)
+        h = z * h_prev + (1.0 - z) * h_tilde
+        return h, [h]
+
+    def cudnn_compatible(self) -> bool:
+        return (
+            self.reset_after
+            and self.use_bias
+            and self.recurrent_dropout == 0
+            and is_default(self.activation, "tanh")
+            and is_default(self.recurrent_activation, "sigmoid")
+        )
+
+    def cudnn_loop(self, sequences, initial_state, mask, go_backwards, return_sequences):
+        return tf_backend().gru(
+            sequences,
+            initial_state[0],
+            mask,
+            kernel=self.kernel,
+            recurrent_kernel=self.recurrent_kernel,
+            bias=self.bias,
+            activation=self.activation,
+            recurrent_activation=self.recurrent_activation,
+            return_sequences=return_sequences,
+            go_backwards=go_backwards,
+            reset_after=True,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config["reset_after"] = self.reset_after
+        return config

@@ -1,0 +1,94 @@
+"""Long short-term memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from keras import ops
+
+from keras_rnncells.cells.base import DenseGatesCell
+from keras_rnncells.cells.gru import is_default, tf_backend
+from keras_rnncells.cells.registry import register_cell
+
+
+@register_cell("lstm")
+class LSTMCell(DenseGatesCell):
+    """Long short-term memory with a forget gate (Hochreiter & Schmidhuber 1997,
+    "Long short-term memory"; forget gate: Gers et al. 2000).
+
+    .. math::
+
+        i_t &= \\sigma(W_i x_t + U_i h_{t-1} + b_i) \\\\
+        f_t &= \\sigma(W_f x_t + U_f h_{t-1} + b_f) \\\\
+        \\tilde c_t &= \\tanh(W_c x_t + U_c h_{t-1} + b_c) \\\\
+        o_t &= \\sigma(W_o x_t + U_o h_{t-1} + b_o) \\\\
+        c_t &= f_t \\odot c_{t-1} + i_t \\odot \\tilde c_t \\\\
+        h_t &= o_t \\odot \\tanh(c_t)
+
+    States ``[h, c]``, output ``h``. Weights: ``kernel`` (input_dim, 4 units),
+    ``recurrent_kernel`` (units, 4 units), ``bias`` (4 units,), column blocks
+    ``i, f, c, o``: identical to ``keras.layers.LSTMCell``.
+    ``unit_forget_bias=True`` initializes ``b_f`` to 1 (Jozefowicz et al. 2015).
+    """
+
+    blocks = ("i", "f", "c", "o")
+
+    def __init__(self, units: int, unit_forget_bias: bool = True, **kwargs: Any) -> None:
+        super().__init__(units, **kwargs)
+        self.unit_forget_bias = bool(unit_forget_bias)
+
+    @property
+    def state_size(self):
+        return [self.units, self.units]
+
+    def bias_init(self, shape, dtype=None):
+        if not self.unit_forget_bias:
+            return super().bias_init(shape, dtype)
+        n = self.units
+        return ops.concatenate(
+            [
+                self.bias_initializer((n,), dtype=dtype),
+                ops.ones((n,), dtype=dtype),
+                self.bias_initializer((2 * n,), dtype=dtype),
+            ]
+        )
+
+    def step(self, projected, states, training=False):
+        h_prev, c_prev = states[0], states[1]
+        inner = ops.matmul(self.drop_recurrent(h_prev, training), self.recurrent_kernel)
+        u_i, u_f, u_c, u_o = ops.split(inner, 4, axis=-1)
+        x_i, x_f, x_c, x_o = projected
+        i = self.recurrent_activation(x_i + u_i)
+        f = self.recurrent_activation(x_f + u_f)
+        o = self.recurrent_activation(x_o + u_o)
+        c = f * c_prev + i * self.activation(x_c + u_c)
+        h = o * self.activation(c)
+        return h, [h, c]
+
+    def cudnn_compatible(self) -> bool:
+        return (
+            self.use_bias
+            and self.recurrent_dropout == 0
+            and is_default(self.activation, "tanh")
+            and is_default(self.recurrent_activation, "sigmoid")
+        )
+
+    def cudnn_loop(self, sequences, initial_state, mask, go_backwards, return_sequences):
+        return tf_backend().lstm(
+            sequences,
+            initial_state[0],
+            initial_state[1],
+            mask,
+            kernel=self.kernel,
+            recurrent_kernel=self.recurrent_kernel,
+            bias=self.bias,
+            activation=self.activation,
+            recurrent_activation=self.recurrent_activation,
+            return_sequences=return_sequences,
+            go_backwards=go_backwards,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config["unit_forget_bias"] = self.unit_forget_bias
+        return config

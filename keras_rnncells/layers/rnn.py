@@ -1,0 +1,338 @@
+"""`RNN`: ``keras.layers.RNN`` with three execution paths.
+
+* ``cudnn``: GRU/LSTM cells in a cuDNN configuration on a GPU run Keras' cuDNN
+  kernel with the same weights.
+* ``fused``: the input projection of the whole sequence is one matmul
+  (``cell.project_inputs``), then an XLA-compiled ``tf.while_loop`` runs only
+  ``cell.step``. The loop compiles itself, so it is fast whether or not the
+  surrounding model is compiled with ``jit_compile``.
+* ``generic``: ``keras.layers.RNN``'s own loop, the reference semantics.
+
+``implementation="auto"`` picks cudnn where it can run and fused otherwise
+(generic for ``unroll=True`` and for cells that are not ``AbstractRNNCell``).
+All three give the same numbers for the same weights: masks of any pattern,
+``go_backwards``, ``zero_output_for_mask``, states and gradients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import keras
+import tensorflow as tf
+from keras import ops, tree
+
+from keras_rnncells.cells.base import AbstractRNNCell
+
+IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
+
+_portable_depth = 0
+
+
+@contextlib.contextmanager
+def portable() -> Iterator[None]:
+    """Within this context no layer selects the cuDNN path (for export: a model
+    trained on a GPU then traces the fused path, which serves on any device)."""
+    global _portable_depth
+    _portable_depth += 1
+    try:
+        yield
+    finally:
+        _portable_depth -= 1
+
+
+def gpu_available() -> bool:
+    return bool(tf.config.list_logical_devices("GPU"))
+
+
+@keras.saving.register_keras_serializable(package="keras_rnncells")
+class RNN(keras.layers.RNN):
+    """A recurrent layer over any cell, with a fast path for ours.
+
+    Takes every argument of ``keras.layers.RNN`` plus ``implementation``:
+    ``"auto"`` (default), ``"cudnn"``, ``"fused"`` or ``"generic"`` (see the
+    module docstring). ``"cudnn"`` raises a ``ValueError`` where the cuDNN
+    kernel cannot run; ``"auto"`` falls back to fused instead, also at run
+    time for masks cuDNN cannot take (not right-padded, fully masked rows).
+    """
+
+    def __init__(
+        self,
+        cell: Any,
+        return_sequences: bool = False,
+        return_state: bool = False,
+        go_backwards: bool = False,
+        stateful: bool = False,
+        unroll: bool = False,
+        zero_output_for_mask: bool = False,
+        implementation: str = "auto",
+        **kwargs: Any,
+    ) -> None:
+        if implementation not in IMPLEMENTATIONS:
+            raise ValueError(
+                f"Argument `implementation` must be one of {IMPLEMENTATIONS}, "
+                f"received: {implementation!r}"
+            )
+        super().__init__(
+            cell,
+            return_sequences=return_sequences,
+            return_state=return_state,
+            go_backwards=go_backwards,
+            stateful=stateful,
+            unroll=unroll,
+            zero_output_for_mask=zero_output_for_mask,
+            **kwargs,
+        )
+        self.implementation = implementation
+        ours = isinstance(self.cell, AbstractRNNCell)
+        if implementation in ("fused", "cudnn") and not ours:
+            raise ValueError(
+                f"Argument `implementation={implementation!r}` needs a "
+                f"keras_rnncells.AbstractRNNCell, received cell {self.cell!r}; "
+                "use implementation='generic'"
+            )
+        if implementation in ("fused", "cudnn") and unroll:
+            raise ValueError(
+                f"Argument `unroll=True` runs on the generic path, not "
+                f"implementation={implementation!r}; use implementation='generic'"
+            )
+        if implementation == "cudnn" and not self.cell.cudnn_compatible():
+            raise ValueError(
+                "Argument `implementation='cudnn'` needs a GRUCell(reset_after="
+                "True) or LSTMCell with tanh/sigmoid activations, use_bias=True "
+                f"and recurrent_dropout=0, received {type(self.cell).__name__} "
+                f"with config {self.cell.get_config()}"
+            )
+        if self.uses_cudnn():
+            self.supports_jit = False  # cuDNN ops cannot be XLA-compiled
+
+    def uses_cudnn(self) -> bool:
+        """Whether the cuDNN kernel runs (before any run-time mask check)."""
+        return (
+            self.implementation in ("auto", "cudnn")
+            and _portable_depth == 0
+            and not self.unroll
+            and isinstance(self.cell, AbstractRNNCell)
+            and self.cell.cudnn_compatible()
+            and gpu_available()
+        )
+
+    def path(self) -> str:
+        """The execution path this layer takes: cudnn, fused or generic."""
+        if self.uses_cudnn():
+            return "cudnn"
+        if self.implementation == "generic" or self.unroll:
+            return "generic"
+        return "fused" if isinstance(self.cell, AbstractRNNCell) else "generic"
+
+    # -- validation -------------------------------------------------------------
+    def build(self, sequences_shape, initial_state_shape=None):
+        check_sequences_shape(self, sequences_shape)
+        if self.implementation == "cudnn" and _portable_depth == 0 and not gpu_available():
+            raise ValueError(
+                "Argument `implementation='cudnn'` needs a GPU and none is "
+                "visible to TensorFlow; use implementation='auto'"
+            )
+        super().build(sequences_shape, initial_state_shape)
+        self.input_dim = sequences_shape[-1]
+
+    def call(self, sequences, initial_state=None, mask=None, training=False):
+        check_sequences_shape(self, sequences.shape, getattr(self, "input_dim", None))
+        if initial_state is not None:
+            check_initial_state(self, sequences, initial_state)
+        return super().call(sequences, initial_state=initial_state, mask=mask, training=training)
+
+    # -- the paths ----------------------------------------------------------------
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        if tree.is_nested(mask):
+            mask = mask[0]
+        path = self.path()
+        if path == "generic":
+            return super().inner_loop(sequences, initial_state, mask, training=training)
+        args = (sequences, list(initial_state), mask, training)
+        if path == "fused":
+            return self.fused_loop(*args)
+        if mask is None or self.implementation == "cudnn":
+            return self.cudnn_loop(*args)
+        mask = ops.cast(mask, "bool")
+        return tf.cond(
+            cudnn_accepts(mask),
+            lambda: self.cudnn_loop(sequences, list(initial_state), mask, training),
+            lambda: self.fused_loop(sequences, list(initial_state), mask, training),
+        )
+
+    def fused_loop(self, sequences, initial_state, mask, training):
+        cell = self.cell
+        sequences = drop_inputs(cell, sequences, training)
+        projected = cell.project_inputs(ops.transpose(sequences, (1, 0, 2)))
+        if mask is not None:
+            mask = ops.transpose(ops.cast(mask, "bool"), (1, 0))
+        if self.go_backwards:
+            projected = tuple(ops.flip(p, axis=0) for p in projected)
+            mask = None if mask is None else ops.flip(mask, axis=0)
+        recurrent_mask = cell.get_recurrent_dropout_mask(initial_state[0]) if training else None
+        last_output, outputs, states = compiled_loop(
+            cell,
+            projected,
+            initial_state,
+            mask,
+            recurrent_mask,
+            bool(training),
+            bool(self.zero_output_for_mask),
+            bool(self.return_sequences),
+        )
+        return last_output, ops.transpose(outputs, (1, 0, 2)), list(states)
+
+    def cudnn_loop(self, sequences, initial_state, mask, training):
+        """Keras' cuDNN kernel, its padded outputs made to match the other paths."""
+        sequences = drop_inputs(self.cell, sequences, training)
+        last, outputs, states = self.cell.cudnn_loop(
+            sequences, initial_state, mask, self.go_backwards, self.return_sequences
+        )
+        if mask is not None:
+            mask = ops.cast(mask, "bool")
+            if self.zero_output_for_mask:
+                final_valid = mask[:, :1] if self.go_backwards else mask[:, -1:]
+                last = ops.where(final_valid, last, ops.zeros_like(last))
+            elif self.return_sequences and not self.go_backwards:
+                # cuDNN writes zeros past each sequence's end; Keras carries
+                # the last valid output forward.
+                outputs = ops.where(mask[:, :, None], outputs, last[:, None, :])
+        return last, outputs, list(states)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config["implementation"] = self.implementation
+        return config
+
+
+def cudnn_accepts(mask):
+    """cuDNN needs right-padded masks and no fully masked row."""
+    lengths = ops.sum(ops.cast(mask, "int32"), axis=1)
+    right_padded = ops.all(ops.equal(mask, tf.sequence_mask(lengths, tf.shape(mask)[1])))
+    return ops.logical_and(right_padded, ops.all(lengths > 0))
+
+
+def drop_inputs(cell, sequences, training):
+    """Input dropout with one mask for the whole sequence, as keras.layers.RNN."""
+    if not training or cell.dropout == 0:
+        return sequences
+    return sequences * ops.expand_dims(cell.get_dropout_mask(sequences[:, 0, :]), 1)
+
+
+def compiled_loop(cell, projected, states, mask, recurrent_mask, *flags):
+    """Run the recurrence under XLA, differentiable.
+
+    TensorFlow cannot pass a while loop's saved activations out of an XLA
+    function, so the gradient is its own XLA function that recomputes the
+    forward loop and differentiates it inside the same compilation.
+    """
+    projected, states = tuple(projected), tuple(states)
+    num_projected = len(projected)
+
+    @tf.custom_gradient
+    def loop(*inputs):
+        result = forward_loop(
+            cell, inputs[:num_projected], inputs[num_projected:], mask, recurrent_mask, *flags
+        )
+
+        def grad(*upstream, variables=()):
+            upstream = [
+                tf.zeros_like(r) if u is None else u
+                for u, r in zip(tree.flatten(upstream), tree.flatten(result))
+            ]
+            input_grads, variable_grads = backward_loop(
+                cell, inputs, num_projected, mask, recurrent_mask, upstream, list(variables), *flags
+            )
+            return input_grads, variable_grads
+
+        return result, grad
+
+    last_output, outputs, *final_states = tree.flatten(loop(*projected, *states))
+    return last_output, outputs, final_states
+
+
+@tf.function(jit_compile=True, autograph=False)
+def backward_loop(cell, inputs, num_projected, mask, recurrent_mask, upstream, variables, *flags):
+    with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        result = run_loop(
+            cell, inputs[:num_projected], inputs[num_projected:], mask, recurrent_mask, *flags
+        )
+    return tape.gradient(tree.flatten(result), (list(inputs), variables), output_gradients=upstream)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def forward_loop(cell, projected, states, mask, recurrent_mask, *flags):
+    return run_loop(cell, projected, states, mask, recurrent_mask, *flags)
+
+
+def run_loop(
+    cell, projected, states, mask, recurrent_mask, training, zero_output_for_mask, return_sequences
+):
+    """The recurrence over time-major projected inputs.
+
+    Masked steps keep the previous states and emit the previous output (zeros
+    with ``zero_output_for_mask``), exactly as ``keras.layers.RNN``.
+    """
+    steps = tf.shape(projected[0])[0]
+    outer_mask = getattr(cell, "_recurrent_dropout_mask", None)
+    cell._recurrent_dropout_mask = recurrent_mask  # this call's mask, traced in
+    try:
+        zeros = tf.zeros((tf.shape(states[0])[0], cell.output_size), states[0].dtype)
+
+        def body(t, outputs, prev_output, states):
+            output, new_states = cell.step(tuple(p[t] for p in projected), list(states), training)
+            if mask is not None:
+                keep = mask[t][:, None]
+                new_states = [tf.where(keep, n, s) for n, s in zip(new_states, states)]
+                output = tf.where(keep, output, zeros if zero_output_for_mask else prev_output)
+            if return_sequences:
+                outputs = outputs.write(t, output)
+            return t + 1, outputs, output, tuple(new_states)
+
+        outputs = tf.TensorArray(
+            zeros.dtype, size=steps if return_sequences else 0, element_shape=zeros.shape
+        )
+        _, outputs, last_output, states = tf.while_loop(
+            lambda t, *_: t < steps,
+            body,
+            (tf.constant(0), outputs, zeros, tuple(states)),
+            maximum_iterations=steps,
+        )
+    finally:
+        cell._recurrent_dropout_mask = outer_mask
+    all_outputs = outputs.stack() if return_sequences else last_output[None]
+    return last_output, all_outputs, tuple(states)
+
+
+def check_sequences_shape(layer, shape, built_dim=None) -> None:
+    shape = tuple(shape)
+    if len(shape) != 3:
+        raise ValueError(
+            f"Layer {layer.name!r} expects inputs of rank 3 (batch, timesteps, "
+            f"features), received shape {shape}"
+        )
+    if built_dim is not None and shape[-1] is not None and shape[-1] != built_dim:
+        raise ValueError(
+            f"Layer {layer.name!r} was built for inputs with {built_dim} features "
+            f"(last axis), received shape {shape}"
+        )
+
+
+def check_initial_state(layer, sequences, initial_state) -> None:
+    states = tree.flatten(initial_state)
+    sizes = tree.flatten(layer.state_size)
+    expected = [(sequences.shape[0], size) for size in sizes]
+    received = [tuple(getattr(s, "shape", ())) for s in states]
+    ok = len(states) == len(sizes) and all(
+        len(r) == 2 and r[1] == e[1] and (None in (r[0], e[0]) or r[0] == e[0])
+        for r, e in zip(received, expected)
+    )
+    if not ok:
+        raise ValueError(
+            f"Argument `initial_state` of layer {layer.name!r} must be "
+            f"{len(sizes)} tensor(s) of shapes {expected}, received shapes {received}"
+        )
