@@ -54,7 +54,12 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
     input before projection, one mask per sequence; recurrent dropout
     (``recurrent_dropout``, variational: one mask per sequence) is applied by
     ``step`` through ``drop_recurrent``.
+
+    ``citation`` is a short reference (authors, year, title) shown by
+    ``rnncells cells`` and README's table.
     """
+
+    citation: str = ""
 
     def __init__(
         self,

@@ -43,6 +43,7 @@ class GRUCell(DenseGatesCell):
     """
 
     blocks = ("z", "r", "h")
+    citation = "Cho et al. 2014, Learning phrase representations using RNN encoder-decoder"
 
     def __init__(self, units: int, reset_after: bool = True, **kwargs: Any) -> None:
         super().__init__(units, **kwargs)

@@ -32,6 +32,7 @@ class LSTMCell(DenseGatesCell):
     """
 
     blocks = ("i", "f", "c", "o")
+    citation = "Hochreiter & Schmidhuber 1997, Long short-term memory; Gers et al. 2000"
 
     def __init__(self, units: int, unit_forget_bias: bool = True, **kwargs: Any) -> None:
         super().__init__(units, **kwargs)

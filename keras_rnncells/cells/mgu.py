@@ -32,6 +32,7 @@ class MGUCell(DenseGatesCell):
     """
 
     blocks = ("f", "h")
+    citation = "Zhou et al. 2016, Minimal gated unit for recurrent neural networks"
 
     def __init__(self, units: int, reset_after: bool = False, **kwargs: Any) -> None:
         super().__init__(units, **kwargs)

@@ -26,6 +26,7 @@ class SimpleRNNCell(DenseGatesCell):
     """
 
     blocks = ("h",)
+    citation = "Elman 1990, Finding structure in time"
 
     def __init__(self, units: int, activation: Any = "tanh", **kwargs: Any) -> None:
         kwargs.pop("recurrent_activation", None)
