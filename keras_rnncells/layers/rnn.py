@@ -25,6 +25,7 @@ import tensorflow as tf
 from keras import ops, tree
 
 from keras_rnncells.cells.base import AbstractRNNCell
+from keras_rnncells.layers.fused import fused_recurrence
 
 IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
 
@@ -173,7 +174,7 @@ class RNN(keras.layers.RNN):
             projected = tuple(ops.flip(p, axis=0) for p in projected)
             mask = None if mask is None else ops.flip(mask, axis=0)
         recurrent_mask = cell.get_recurrent_dropout_mask(initial_state[0]) if training else None
-        last_output, outputs, states = compiled_loop(
+        last_output, outputs, states = fused_recurrence(
             cell,
             projected,
             initial_state,
@@ -220,92 +221,6 @@ def drop_inputs(cell, sequences, training):
     if not training or cell.dropout == 0:
         return sequences
     return sequences * ops.expand_dims(cell.get_dropout_mask(sequences[:, 0, :]), 1)
-
-
-def compiled_loop(cell, projected, states, mask, recurrent_mask, *flags):
-    """Run the recurrence under XLA, differentiable.
-
-    TensorFlow cannot pass a while loop's saved activations out of an XLA
-    function, so the gradient is its own XLA function that recomputes the
-    forward loop and differentiates it inside the same compilation.
-    """
-    projected, states = tuple(projected), tuple(states)
-    num_projected = len(projected)
-
-    @tf.custom_gradient
-    def loop(*inputs):
-        result = forward_loop(
-            cell, inputs[:num_projected], inputs[num_projected:], mask, recurrent_mask, *flags
-        )
-
-        def grad(*upstream, variables=()):
-            upstream = [
-                tf.zeros_like(r) if u is None else u
-                for u, r in zip(tree.flatten(upstream), tree.flatten(result))
-            ]
-            input_grads, variable_grads = backward_loop(
-                cell, inputs, num_projected, mask, recurrent_mask, upstream, list(variables), *flags
-            )
-            return input_grads, variable_grads
-
-        return result, grad
-
-    last_output, outputs, *final_states = tree.flatten(loop(*projected, *states))
-    return last_output, outputs, final_states
-
-
-@tf.function(jit_compile=True, autograph=False)
-def backward_loop(cell, inputs, num_projected, mask, recurrent_mask, upstream, variables, *flags):
-    with tf.GradientTape() as tape:
-        tape.watch(inputs)
-        result = run_loop(
-            cell, inputs[:num_projected], inputs[num_projected:], mask, recurrent_mask, *flags
-        )
-    return tape.gradient(tree.flatten(result), (list(inputs), variables), output_gradients=upstream)
-
-
-@tf.function(jit_compile=True, autograph=False)
-def forward_loop(cell, projected, states, mask, recurrent_mask, *flags):
-    return run_loop(cell, projected, states, mask, recurrent_mask, *flags)
-
-
-def run_loop(
-    cell, projected, states, mask, recurrent_mask, training, zero_output_for_mask, return_sequences
-):
-    """The recurrence over time-major projected inputs.
-
-    Masked steps keep the previous states and emit the previous output (zeros
-    with ``zero_output_for_mask``), exactly as ``keras.layers.RNN``.
-    """
-    steps = tf.shape(projected[0])[0]
-    outer_mask = getattr(cell, "_recurrent_dropout_mask", None)
-    cell._recurrent_dropout_mask = recurrent_mask  # this call's mask, traced in
-    try:
-        zeros = tf.zeros((tf.shape(states[0])[0], cell.output_size), states[0].dtype)
-
-        def body(t, outputs, prev_output, states):
-            output, new_states = cell.step(tuple(p[t] for p in projected), list(states), training)
-            if mask is not None:
-                keep = mask[t][:, None]
-                new_states = [tf.where(keep, n, s) for n, s in zip(new_states, states)]
-                output = tf.where(keep, output, zeros if zero_output_for_mask else prev_output)
-            if return_sequences:
-                outputs = outputs.write(t, output)
-            return t + 1, outputs, output, tuple(new_states)
-
-        outputs = tf.TensorArray(
-            zeros.dtype, size=steps if return_sequences else 0, element_shape=zeros.shape
-        )
-        _, outputs, last_output, states = tf.while_loop(
-            lambda t, *_: t < steps,
-            body,
-            (tf.constant(0), outputs, zeros, tuple(states)),
-            maximum_iterations=steps,
-        )
-    finally:
-        cell._recurrent_dropout_mask = outer_mask
-    all_outputs = outputs.stack() if return_sequences else last_output[None]
-    return last_output, all_outputs, tuple(states)
 
 
 def check_sequences_shape(layer, shape, built_dim=None) -> None:

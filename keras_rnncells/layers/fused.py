@@ -1,0 +1,284 @@
+"""The fused recurrence: an XLA-compiled loop over ``cell.step`` with a
+cuDNN-style gradient.
+
+Forward: ``cell.step`` runs in a ``tf.while_loop`` compiled by XLA over
+inputs already projected by ``cell.project_inputs``. In training it also
+saves, per step, the states it started from and the inputs and outputs of
+the recurrent matmuls the cell makes through ``cell.recurrent_matmul``.
+
+Backward (back-propagation through time), also one XLA function: a reverse
+loop replays each step from the saved states with the saved matmul outputs
+(so no recurrent matmul is recomputed), back-propagates through it, and
+stores the gradient of each recurrent matmul's output. The recurrent-kernel
+gradient is then one large matmul over all time steps at once, instead of
+one small matmul per step. Other weights a step reads (biases, peepholes,
+kernels a cell multiplies itself) are differentiated per step.
+
+Why not plain autodiff: TensorFlow cannot pass a while loop's saved
+activations (TensorLists) out of an XLA function, so the gradient of an
+XLA-compiled loop must be computed by a function of our own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import tensorflow as tf
+from keras import tree
+
+
+class MatmulRecorder:
+    """Bound to a cell while one step is traced: records or replays the
+    recurrent matmuls the step makes through ``cell.recurrent_matmul``."""
+
+    def __init__(self, saved_outputs=None, tape=None):
+        self.saved_outputs = saved_outputs
+        self.tape = tape
+        self.inputs, self.outputs, self.columns = [], [], []
+
+    def __call__(self, h, kernel, columns):
+        self.columns.append(columns)
+        if self.saved_outputs is None:
+            output = tf.matmul(h, kernel)
+        else:
+            output = replayed_matmul(h, kernel, self.saved_outputs[len(self.outputs)])
+            self.tape.watch(output)
+        self.inputs.append(h)
+        self.outputs.append(output)
+        return output
+
+
+@tf.custom_gradient
+def replayed_matmul(h, kernel, saved):
+    """``h @ kernel`` whose value was saved by the forward pass."""
+
+    def grad(upstream):
+        return tf.matmul(upstream, kernel, transpose_b=True), None, None
+
+    return tf.identity(saved), grad
+
+
+@contextlib.contextmanager
+def bound(cell, recorder, recurrent_mask):
+    """Bind a matmul recorder and this call's recurrent dropout mask to the cell."""
+    outer = cell._matmul_recorder, getattr(cell, "_recurrent_dropout_mask", None)
+    cell._matmul_recorder, cell._recurrent_dropout_mask = recorder, recurrent_mask
+    try:
+        yield recorder
+    finally:
+        cell._matmul_recorder, cell._recurrent_dropout_mask = outer
+
+
+def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, training):
+    """One step with ``keras.layers.RNN``'s mask semantics: a masked step keeps
+    the states and emits the previous output (zeros with zero_output_for_mask)."""
+    output, new_states = cell.step(px, list(states), training)
+    if keep is not None:
+        new_states = [tf.where(keep, n, s) for n, s in zip(new_states, states)]
+        fill = tf.zeros_like(output) if zero_output_for_mask else prev_output
+        output = tf.where(keep, output, fill)
+    return output, list(new_states)
+
+
+def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
+    """The forward loop; returns (last_output, outputs, states) and, if
+    ``record``, the per-step tensors the backward loop needs."""
+    training, zero_output_for_mask, return_sequences = flags
+    steps = tf.shape(projected[0])[0]
+    batch = tf.shape(states[0])[0]
+    zeros = tf.zeros((batch, cell.output_size), states[0].dtype)
+    carries_output = mask is not None and not zero_output_for_mask
+
+    def step_arrays(tensors):
+        return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape) for x in tensors]
+
+    n_matmuls = 0
+    saved = ([], [], [], [])  # states before each step, previous outputs, matmul in, matmul out
+    if record:
+        with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
+            cell.step(tuple(p[0] for p in projected), list(states), training)
+        n_matmuls = len(probe.outputs)
+        saved = (
+            step_arrays(states),
+            step_arrays([zeros] if carries_output else []),
+            step_arrays(probe.inputs),
+            step_arrays(probe.outputs),
+        )
+
+    def body(t, outputs, prev_output, states, saved):
+        keep = None if mask is None else mask[t][:, None]
+        with bound(cell, MatmulRecorder() if record else None, recurrent_mask) as recorder:
+            output, new_states = masked_step(
+                cell,
+                tuple(p[t] for p in projected),
+                states,
+                prev_output,
+                keep,
+                zero_output_for_mask,
+                training,
+            )
+        if record:
+            now = (list(states), [prev_output] if carries_output else [])
+            now += (recorder.inputs, recorder.outputs)
+            saved = tuple(
+                [ta.write(t, x) for ta, x in zip(arrays, values)]
+                for arrays, values in zip(saved, now)
+            )
+        if return_sequences:
+            outputs = outputs.write(t, output)
+        return t + 1, outputs, output, tuple(new_states), saved
+
+    outputs = tf.TensorArray(
+        zeros.dtype, size=steps if return_sequences else 0, element_shape=zeros.shape
+    )
+    _, outputs, last_output, states, saved = tf.while_loop(
+        lambda t, *_: t < steps,
+        body,
+        (tf.constant(0), outputs, zeros, tuple(states), saved),
+        maximum_iterations=steps,
+    )
+    all_outputs = outputs.stack() if return_sequences else last_output[None]
+    result = (last_output, all_outputs, tuple(states))
+    stacked = tuple(tuple(ta.stack() for ta in arrays) for arrays in saved)
+    assert not record or len(stacked[3]) == n_matmuls
+    return result, stacked
+
+
+@tf.function(jit_compile=True, autograph=False)
+def forward(cell, projected, states, mask, recurrent_mask, flags, record):
+    return run_forward(cell, projected, states, mask, recurrent_mask, flags, record)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def backward(cell, projected, states0, saved, upstream, variables, mask, recurrent_mask, flags):
+    training, zero_output_for_mask, return_sequences = flags
+    if saved is None:  # the forward ran without recording (training=False)
+        _, saved = run_forward(cell, projected, states0, mask, recurrent_mask, flags, True)
+    saved_states, saved_prev_outputs, matmul_inputs, matmul_outputs = saved
+    d_last, d_outputs, d_states = upstream[0], upstream[1], list(upstream[2:])
+    steps = tf.shape(projected[0])[0]
+    carries_output = bool(saved_prev_outputs)
+    g_carry = d_last if return_sequences else d_last + d_outputs[0]
+
+    def arrays(tensors):
+        return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape[1:]) for x in tensors]
+
+    def body(i, g_states, g_carry, g_vars, d_projected, d_matmuls):
+        t = steps - 1 - i
+        px = tuple(p[t] for p in projected)
+        states = [s[t] for s in saved_states]
+        prev = [saved_prev_outputs[0][t]] if carries_output else []
+        keep = None if mask is None else mask[t][:, None]
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch([list(px), states, prev, variables])
+            recorder = MatmulRecorder([m[t] for m in matmul_outputs], tape)
+            with bound(cell, recorder, recurrent_mask):
+                output, new_states = masked_step(
+                    cell, px, states, (prev or [None])[0], keep, zero_output_for_mask, training
+                )
+        g_output = g_carry + d_outputs[t] if return_sequences else g_carry
+        g_px, g_states, g_prev, g_matmuls, g_step_vars = tape.gradient(
+            [output, *new_states],
+            [list(px), states, prev, recorder.outputs, variables],
+            output_gradients=[g_output, *g_states],
+            unconnected_gradients=tf.UnconnectedGradients.ZERO,
+        )
+        g_carry = g_prev[0] if carries_output else tf.zeros_like(g_carry)
+        return (
+            i + 1,
+            tuple(g_states),
+            g_carry,
+            tuple(a + b for a, b in zip(g_vars, g_step_vars)),
+            [ta.write(t, g) for ta, g in zip(d_projected, g_px)],
+            [ta.write(t, g) for ta, g in zip(d_matmuls, g_matmuls)],
+        )
+
+    g_vars0 = tuple(tf.zeros_like(v) for v in variables)
+    _, g_states, _, g_vars, d_projected, d_matmuls = tf.while_loop(
+        lambda i, *_: i < steps,
+        body,
+        (
+            tf.constant(0),
+            tuple(d_states),
+            g_carry,
+            g_vars0,
+            arrays(projected),
+            arrays(matmul_outputs),
+        ),
+        maximum_iterations=steps,
+    )
+    # The recurrent matmuls' weight gradient: one matmul over all steps each.
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(variables)
+        probe = MatmulRecorder()
+        products = []
+        with bound(cell, probe, recurrent_mask):
+            cell.step(tuple(p[0] for p in projected), [s[0] for s in saved_states], training)
+        for h, columns in zip(matmul_inputs, probe.columns):
+            flat = tf.reshape(h, (-1, h.shape[-1]))
+            products.append(tf.matmul(flat, cell.recurrent_kernel_columns(columns)))
+    g_kernel = tape.gradient(
+        products,
+        variables,
+        output_gradients=[tf.reshape(d.stack(), tf.shape(p)) for d, p in zip(d_matmuls, products)],
+        unconnected_gradients=tf.UnconnectedGradients.ZERO,
+    )
+    g_vars = [a + b for a, b in zip(g_vars, g_kernel)]
+    return [d.stack() for d in d_projected], list(g_states), g_vars
+
+
+def fused_recurrence(
+    cell: Any,
+    projected: tuple,
+    states: list,
+    mask: Any,
+    recurrent_mask: Any,
+    training: bool,
+    zero_output_for_mask: bool,
+    return_sequences: bool,
+) -> tuple:
+    """Run ``cell`` over time-major projected inputs; differentiable.
+
+    Returns ``(last_output, outputs, final_states)`` with ``outputs`` of shape
+    (T, B, output_size), or (1, B, output_size) without ``return_sequences``.
+    """
+    flags = (bool(training), bool(zero_output_for_mask), bool(return_sequences))
+    result = differentiable_recurrence(
+        cell, tuple(projected), tuple(states), mask, recurrent_mask, flags
+    )
+    last_output, outputs, *final_states = tree.flatten(result)
+    return last_output, outputs, final_states
+
+
+@tf.function(autograph=False)
+def differentiable_recurrence(cell, projected, states, mask, recurrent_mask, flags):
+    # A graph function even when called eagerly: an XLA function called
+    # eagerly under a GradientTape would be asked for its TensorLists.
+    n, record = len(projected), flags[0]
+
+    @tf.custom_gradient
+    def recurrence(*inputs):
+        result, saved = forward(cell, inputs[:n], inputs[n:], mask, recurrent_mask, flags, record)
+
+        def grad(*upstream, variables=()):
+            upstream = [
+                tf.zeros_like(r) if u is None else u
+                for u, r in zip(tree.flatten(upstream), tree.flatten(result))
+            ]
+            d_projected, d_states, d_vars = backward(
+                cell,
+                inputs[:n],
+                inputs[n:],
+                saved if record else None,
+                upstream,
+                list(variables),
+                mask,
+                recurrent_mask,
+                flags,
+            )
+            return d_projected + d_states, d_vars
+
+        return result, grad
+
+    return recurrence(*projected, *states)
