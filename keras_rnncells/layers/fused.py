@@ -26,18 +26,24 @@ from typing import Any
 
 import tensorflow as tf
 from keras import tree
+from keras.src.backend import AutocastScope
 
 
 class MatmulRecorder:
     """Bound to a cell while one step is traced: records or replays the
-    recurrent matmuls the step makes through ``cell.recurrent_matmul``."""
+    recurrent matmuls the step makes through ``cell.recurrent_matmul``.
 
-    def __init__(self, saved_outputs=None, tape=None):
+    ``kernels`` maps column ranges to kernel slices taken once, before the
+    loop (XLA would otherwise copy the slices at every step)."""
+
+    def __init__(self, saved_outputs=None, tape=None, kernels=None):
         self.saved_outputs = saved_outputs
         self.tape = tape
+        self.kernels = {} if kernels is None else kernels
         self.inputs, self.outputs, self.columns = [], [], []
 
     def __call__(self, h, kernel, columns):
+        kernel = self.kernels.setdefault(columns, kernel)
         self.columns.append(columns)
         if self.saved_outputs is None:
             output = tf.matmul(h, kernel)
@@ -61,13 +67,21 @@ def replayed_matmul(h, kernel, saved):
 
 @contextlib.contextmanager
 def bound(cell, recorder, recurrent_mask):
-    """Bind a matmul recorder and this call's recurrent dropout mask to the cell."""
-    outer = cell._matmul_recorder, getattr(cell, "_recurrent_dropout_mask", None)
-    cell._matmul_recorder, cell._recurrent_dropout_mask = recorder, recurrent_mask
+    """Bind a matmul recorder and this call's recurrent masks (``RecurrentMasks``
+    or None, see ``cell.recurrent_masks_bound``) to the cell, and cast its
+    variables to its compute dtype as a Keras layer call would (the backward
+    pass is traced outside any layer call)."""
+    outer = cell._matmul_recorder
+    cell._matmul_recorder = recorder
+    mixed = cell.compute_dtype != cell.variable_dtype
     try:
-        yield recorder
+        with (
+            cell.recurrent_masks_bound(recurrent_mask),
+            AutocastScope(cell.compute_dtype) if mixed else contextlib.nullcontext(),
+        ):
+            yield recorder
     finally:
-        cell._matmul_recorder, cell._recurrent_dropout_mask = outer
+        cell._matmul_recorder = outer
 
 
 def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, training):
@@ -93,12 +107,10 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
     def step_arrays(tensors):
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape) for x in tensors]
 
-    n_matmuls = 0
+    with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
+        cell.step(tuple(p[0] for p in projected), list(states), training)
     saved = ([], [], [], [])  # states before each step, previous outputs, matmul in, matmul out
     if record:
-        with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
-            cell.step(tuple(p[0] for p in projected), list(states), training)
-        n_matmuls = len(probe.outputs)
         saved = (
             step_arrays(states),
             step_arrays([zeros] if carries_output else []),
@@ -108,7 +120,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
 
     def body(t, outputs, prev_output, states, saved):
         keep = None if mask is None else mask[t][:, None]
-        with bound(cell, MatmulRecorder() if record else None, recurrent_mask) as recorder:
+        with bound(cell, MatmulRecorder(kernels=probe.kernels), recurrent_mask) as recorder:
             output, new_states = masked_step(
                 cell,
                 tuple(p[t] for p in projected),
@@ -140,9 +152,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
     )
     all_outputs = outputs.stack() if return_sequences else last_output[None]
     result = (last_output, all_outputs, tuple(states))
-    stacked = tuple(tuple(ta.stack() for ta in arrays) for arrays in saved)
-    assert not record or len(stacked[3]) == n_matmuls
-    return result, stacked
+    return result, tuple(tuple(ta.stack() for ta in arrays) for arrays in saved)
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -164,6 +174,9 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
     def arrays(tensors):
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape[1:]) for x in tensors]
 
+    with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
+        cell.step(tuple(p[0] for p in projected), [s[0] for s in saved_states], training)
+
     def body(i, g_states, g_carry, g_vars, d_projected, d_matmuls):
         t = steps - 1 - i
         px = tuple(p[t] for p in projected)
@@ -172,7 +185,7 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
         keep = None if mask is None else mask[t][:, None]
         with tf.GradientTape(watch_accessed_variables=False) as tape:
             tape.watch([list(px), states, prev, variables])
-            recorder = MatmulRecorder([m[t] for m in matmul_outputs], tape)
+            recorder = MatmulRecorder([m[t] for m in matmul_outputs], tape, probe.kernels)
             with bound(cell, recorder, recurrent_mask):
                 output, new_states = masked_step(
                     cell, px, states, (prev or [None])[0], keep, zero_output_for_mask, training
@@ -211,13 +224,11 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
     # The recurrent matmuls' weight gradient: one matmul over all steps each.
     with tf.GradientTape(watch_accessed_variables=False) as tape:
         tape.watch(variables)
-        probe = MatmulRecorder()
         products = []
-        with bound(cell, probe, recurrent_mask):
-            cell.step(tuple(p[0] for p in projected), [s[0] for s in saved_states], training)
-        for h, columns in zip(matmul_inputs, probe.columns):
-            flat = tf.reshape(h, (-1, h.shape[-1]))
-            products.append(tf.matmul(flat, cell.recurrent_kernel_columns(columns)))
+        with bound(cell, MatmulRecorder(), recurrent_mask):
+            for h, columns in zip(matmul_inputs, probe.columns):
+                flat = tf.reshape(h, (-1, h.shape[-1]))
+                products.append(tf.matmul(flat, cell.recurrent_kernel_columns(columns)))
     g_kernel = tape.gradient(
         products,
         variables,

@@ -3,9 +3,10 @@
 * ``cudnn``: GRU/LSTM cells in a cuDNN configuration on a GPU run Keras' cuDNN
   kernel with the same weights.
 * ``fused``: the input projection of the whole sequence is one matmul
-  (``cell.project_inputs``), then an XLA-compiled ``tf.while_loop`` runs only
-  ``cell.step``. The loop compiles itself, so it is fast whether or not the
-  surrounding model is compiled with ``jit_compile``.
+  (``cell.step_inputs``: ``project_inputs`` and any per-step noise), then an
+  XLA-compiled ``tf.while_loop`` runs only ``cell.step``. The loop compiles
+  itself, so it is fast whether or not the surrounding model is compiled with
+  ``jit_compile``.
 * ``generic``: ``keras.layers.RNN``'s own loop, the reference semantics.
 
 ``implementation="auto"`` picks cudnn where it can run and fused otherwise
@@ -103,8 +104,8 @@ class RNN(keras.layers.RNN):
             raise ValueError(
                 "Argument `implementation='cudnn'` needs a GRUCell(reset_after="
                 "True) or LSTMCell with tanh/sigmoid activations, use_bias=True "
-                f"and recurrent_dropout=0, received {type(self.cell).__name__} "
-                f"with config {self.cell.get_config()}"
+                "and no recurrent dropout, DropConnect or layer norm, received "
+                f"{type(self.cell).__name__} with config {self.cell.get_config()}"
             )
         if self.uses_cudnn():
             self.supports_jit = False  # cuDNN ops cannot be XLA-compiled
@@ -139,10 +140,18 @@ class RNN(keras.layers.RNN):
         super().build(sequences_shape, initial_state_shape)
         self.input_dim = sequences_shape[-1]
 
-    def call(self, sequences, initial_state=None, mask=None, training=False):
+    def check_call_args(self, sequences, initial_state) -> None:
         check_sequences_shape(self, sequences.shape, getattr(self, "input_dim", None))
         if initial_state is not None:
             check_initial_state(self, sequences, initial_state)
+
+    def compute_output_spec(self, sequences, initial_state=None, **kwargs):
+        # Symbolic calls (functional models) skip `call`: validate here too.
+        self.check_call_args(sequences, initial_state)
+        return super().compute_output_spec(sequences, initial_state=initial_state, **kwargs)
+
+    def call(self, sequences, initial_state=None, mask=None, training=False):
+        self.check_call_args(sequences, initial_state)
         return super().call(sequences, initial_state=initial_state, mask=mask, training=training)
 
     # -- the paths ----------------------------------------------------------------
@@ -152,24 +161,28 @@ class RNN(keras.layers.RNN):
         path = self.path()
         if path == "generic":
             return super().inner_loop(sequences, initial_state, mask, training=training)
-        args = (sequences, list(initial_state), mask, training)
+        # Stateful layers pass their state variables: read them as tensors.
+        initial_state = [
+            ops.cast(tf.convert_to_tensor(s), self.cell.compute_dtype) for s in initial_state
+        ]
+        mask = None if mask is None else ops.cast(mask, "bool")
+        args = (sequences, initial_state, mask, training)
         if path == "fused":
             return self.fused_loop(*args)
         if mask is None or self.implementation == "cudnn":
             return self.cudnn_loop(*args)
-        mask = ops.cast(mask, "bool")
         return tf.cond(
             cudnn_accepts(mask),
-            lambda: self.cudnn_loop(sequences, list(initial_state), mask, training),
-            lambda: self.fused_loop(sequences, list(initial_state), mask, training),
+            lambda: self.cudnn_loop(*args),
+            lambda: self.fused_loop(*args),
         )
 
     def fused_loop(self, sequences, initial_state, mask, training):
         cell = self.cell
         sequences = drop_inputs(cell, sequences, training)
-        projected = cell.project_inputs(ops.transpose(sequences, (1, 0, 2)))
+        projected = cell.step_inputs(ops.transpose(sequences, (1, 0, 2)), training)
         if mask is not None:
-            mask = ops.transpose(ops.cast(mask, "bool"), (1, 0))
+            mask = ops.transpose(mask, (1, 0))
         if self.go_backwards:
             projected = tuple(ops.flip(p, axis=0) for p in projected)
             mask = None if mask is None else ops.flip(mask, axis=0)
@@ -184,7 +197,10 @@ class RNN(keras.layers.RNN):
             bool(self.zero_output_for_mask),
             bool(self.return_sequences),
         )
-        return last_output, ops.transpose(outputs, (1, 0, 2)), list(states)
+        outputs = ops.transpose(outputs, (1, 0, 2))
+        if self.return_sequences:  # the loop's TensorArray loses the static step count
+            outputs = tf.ensure_shape(outputs, (None, sequences.shape[1], None))
+        return last_output, outputs, list(states)
 
     def cudnn_loop(self, sequences, initial_state, mask, training):
         """Keras' cuDNN kernel, its padded outputs made to match the other paths."""
@@ -193,7 +209,6 @@ class RNN(keras.layers.RNN):
             sequences, initial_state, mask, self.go_backwards, self.return_sequences
         )
         if mask is not None:
-            mask = ops.cast(mask, "bool")
             if self.zero_output_for_mask:
                 final_valid = mask[:, :1] if self.go_backwards else mask[:, -1:]
                 last = ops.where(final_valid, last, ops.zeros_like(last))
