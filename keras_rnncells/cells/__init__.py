@@ -2,17 +2,52 @@
 
 from keras_rnncells.cells.base import AbstractRNNCell, DenseGatesCell
 from keras_rnncells.cells.gru import GRUCell
+from keras_rnncells.cells.jordan import JordanRNNCell
 from keras_rnncells.cells.lstm import LSTMCell
+from keras_rnncells.cells.lstm_variants import (
+    CIFGLSTMCell,
+    LSTMNoForgetGateCell,
+    LSTMNoInputGateCell,
+    LSTMNoOutputGateCell,
+    LSTMVariantCell,
+    PeepholeLSTMCell,
+    SLSTMCell,
+)
 from keras_rnncells.cells.mgu import MGUCell
+from keras_rnncells.cells.mi import MIGRUCell, MILSTMCell, MIRNNCell, MultiplicativeIntegration
+from keras_rnncells.cells.mufuru import MuFuRUCell
+from keras_rnncells.cells.mut import MUT1Cell, MUT2Cell, MUT3Cell
 from keras_rnncells.cells.registry import get_cell, list_cells, register_cell
-from keras_rnncells.cells.simple import SimpleRNNCell
+from keras_rnncells.cells.scrn import SCRNCell
+from keras_rnncells.cells.sgu import DSGUCell, SGUCell
+from keras_rnncells.cells.simple import IRNNCell, SimpleRNNCell
 
 __all__ = [
     "AbstractRNNCell",
+    "CIFGLSTMCell",
+    "DSGUCell",
     "DenseGatesCell",
     "GRUCell",
+    "IRNNCell",
+    "JordanRNNCell",
     "LSTMCell",
+    "LSTMNoForgetGateCell",
+    "LSTMNoInputGateCell",
+    "LSTMNoOutputGateCell",
+    "LSTMVariantCell",
     "MGUCell",
+    "MIGRUCell",
+    "MILSTMCell",
+    "MIRNNCell",
+    "MUT1Cell",
+    "MUT2Cell",
+    "MUT3Cell",
+    "MuFuRUCell",
+    "MultiplicativeIntegration",
+    "PeepholeLSTMCell",
+    "SCRNCell",
+    "SGUCell",
+    "SLSTMCell",
     "SimpleRNNCell",
     "get_cell",
     "list_cells",

@@ -14,8 +14,9 @@ dropped) plus the split that makes cells fast:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
 
 import keras
 from keras import activations, constraints, initializers, ops, regularizers
@@ -46,6 +47,38 @@ def as_state_list(states: Any) -> list:
     return list(states) if isinstance(states, (list, tuple)) else [states]
 
 
+Columns = Any  # None, a range ``(start, stop)``, or a tuple of ranges joined in order
+
+
+def select_columns(tensor: Tensor, columns: Columns = None) -> Tensor:
+    """The last-axis ``columns`` of ``tensor`` (all of it for ``None``)."""
+    if columns is None:
+        return tensor
+    if isinstance(columns[0], tuple):
+        return ops.concatenate([select_columns(tensor, c) for c in columns], axis=-1)
+    return tensor[..., columns[0] : columns[1]]
+
+
+LAYER_NORM_EPSILON = 1e-3
+
+
+def layer_normalize(x: Tensor, gain: Tensor, bias: Tensor) -> Tensor:
+    """Layer normalization over the last axis (Ba, Kiros & Hinton 2016):
+    ``gain * (x - mean) / sqrt(var + 1e-3) + bias``."""
+    mean = ops.mean(x, axis=-1, keepdims=True)
+    variance = ops.var(x, axis=-1, keepdims=True)
+    return (x - mean) * ops.rsqrt(variance + LAYER_NORM_EPSILON) * gain + bias
+
+
+class RecurrentMasks(NamedTuple):
+    """The per-sequence masks of a cell's recurrent connections, ``None`` where
+    off: ``state`` (batch, state) for ``recurrent_dropout`` and ``kernel``
+    (shaped as ``recurrent_kernel``) for ``recurrent_dropconnect``."""
+
+    state: Tensor | None
+    kernel: Tensor | None
+
+
 class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
     """Base class of every recurrent cell of this package.
 
@@ -53,24 +86,33 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
     ``step``. Input dropout (``dropout``) is applied by the caller to the raw
     input before projection, one mask per sequence; recurrent dropout
     (``recurrent_dropout``, variational: one mask per sequence) is applied by
-    ``step`` through ``drop_recurrent``.
+    ``step`` through ``drop_recurrent``. Recurrent DropConnect
+    (``recurrent_dropconnect``; Wan et al. 2013, "Regularization of neural
+    networks using DropConnect", on the recurrent kernel as in Merity, Keskar &
+    Socher 2017, "Regularizing and optimizing LSTM language models") drops
+    entries of ``recurrent_kernel``, scaled by ``1 / (1 - rate)``, one mask per
+    sequence, in every matmul made through ``recurrent_matmul``. All of them
+    act in training only.
 
     ``citation`` is a short reference (authors, year, title) shown by
     ``rnncells cells`` and README's table.
     """
 
     citation: str = ""
+    _matmul_recorder = None  # set by the fused path while it traces a step
 
     def __init__(
         self,
         dropout: float = 0.0,
         recurrent_dropout: float = 0.0,
         seed: int | None = None,
+        recurrent_dropconnect: float = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.dropout = check_rate("dropout", dropout)
         self.recurrent_dropout = check_rate("recurrent_dropout", recurrent_dropout)
+        self.recurrent_dropconnect = check_rate("recurrent_dropconnect", recurrent_dropconnect)
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
@@ -89,9 +131,12 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
         return [ops.zeros((batch_size, size), dtype=self.compute_dtype) for size in sizes]
 
     def call(self, inputs: Tensor, states: Any, training: bool = False) -> tuple:
+        states = as_state_list(states)
         if training and self.dropout > 0:
             inputs = inputs * self.get_dropout_mask(inputs)
-        return self.step(self.project_inputs(inputs), as_state_list(states), training)
+        masks = self.get_recurrent_dropout_mask(states[0]) if training else None
+        with self.recurrent_masks_bound(masks):
+            return self.step(self.step_inputs(inputs, training), states, training)
 
     # -- the fast split -------------------------------------------------------
     def project_inputs(self, inputs: Tensor) -> tuple:
@@ -102,11 +147,82 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
         """One time step: returns ``(output, new_states)``."""
         raise NotImplementedError
 
+    def step_inputs(self, inputs: Tensor, training: bool = False) -> tuple:
+        """What ``step`` reads for ``inputs`` (one step or a time-major
+        sequence): ``project_inputs(inputs)``, plus what a wrapper draws per
+        step in training (``Zoneout``'s noise). Both paths call it; the fused
+        path once for the whole sequence, so its gradient sees the same draws."""
+        return self.project_inputs(inputs)
+
+    def recurrent_kernel_columns(self, columns: Columns = None) -> Tensor:
+        """``recurrent_kernel`` (times the DropConnect mask in force), or its
+        columns ``start:stop`` (or several ranges, joined in order)."""
+        kernel = self.recurrent_kernel
+        masks = getattr(self, "_recurrent_dropout_mask", None)
+        if masks is not None and masks.kernel is not None:
+            kernel = kernel * masks.kernel
+        return select_columns(kernel, columns)
+
+    def recurrent_matmul(self, h: Tensor, columns: Columns = None) -> Tensor:
+        """``h @ recurrent_kernel[:, start:stop]``.
+
+        Cells make their matmuls on ``recurrent_kernel`` through this method:
+        the fused path's gradient then replays them from the forward pass and
+        computes the kernel's gradient as one matmul over all time steps.
+        """
+        kernel = self.recurrent_kernel_columns(columns)
+        if self._matmul_recorder is None:
+            return ops.matmul(h, kernel)
+        return self._matmul_recorder(h, kernel, columns)
+
     def drop_recurrent(self, state: Tensor, training: bool) -> Tensor:
         """``state`` times the per-sequence recurrent dropout mask, if active."""
         if not training or self.recurrent_dropout == 0:
             return state
-        return state * self.get_recurrent_dropout_mask(state)
+        return state * self.get_recurrent_dropout_mask(state).state
+
+    # -- per-sequence masks -----------------------------------------------------
+    def get_recurrent_dropout_mask(self, step_input: Tensor) -> RecurrentMasks | None:
+        """The ``RecurrentMasks`` of this sequence (``None`` without recurrent
+        dropout and DropConnect), drawn at the first call and cached until
+        ``reset_recurrent_dropout_mask``: ``keras.layers.RNN`` and the fused
+        path call it before their loop."""
+        if getattr(self, "_recurrent_dropout_mask", None) is None and (
+            self.recurrent_dropout > 0 or self.recurrent_dropconnect > 0
+        ):
+            state = kernel = None
+            if self.recurrent_dropout > 0:
+                state = self._create_dropout_mask(step_input, self.recurrent_dropout)
+            if self.recurrent_dropconnect > 0:
+                if getattr(self, "recurrent_kernel", None) is None:
+                    raise ValueError(
+                        "Argument `recurrent_dropconnect` needs a cell with a "
+                        f"`recurrent_kernel`, {type(self).__name__} has none"
+                    )
+                ones = ops.ones(self.recurrent_kernel.shape, dtype=self.compute_dtype)
+                kernel = keras.random.dropout(
+                    ones, self.recurrent_dropconnect, seed=self.seed_generator
+                )
+            self._recurrent_dropout_mask = RecurrentMasks(state, kernel)
+        return getattr(self, "_recurrent_dropout_mask", None)
+
+    @contextlib.contextmanager
+    def recurrent_masks_bound(self, masks: RecurrentMasks | None) -> Iterator[None]:
+        """Within this context ``masks`` are the recurrent masks in force
+        (``None``: none, as outside training). A step must run under it: the
+        generic path binds them per step in ``call``, the fused path (which
+        passes them into its compiled loop) while it traces a step."""
+        outer = getattr(self, "_recurrent_dropout_mask", None)
+        self._recurrent_dropout_mask = masks
+        try:
+            yield
+        finally:
+            self._recurrent_dropout_mask = outer
+
+    def recurrence_is_plain(self) -> bool:
+        """Whether no recurrent regularizer changes the recurrence (recurrent
+        dropout, DropConnect, layer norm): what cuDNN's kernels compute."""
+        return self.recurrent_dropout == 0 and self.recurrent_dropconnect == 0
 
     # -- cuDNN ------------------------------------------------------------------
     def cudnn_compatible(self) -> bool:
@@ -119,7 +235,10 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
     def get_config(self) -> dict:
         config = super().get_config()
         config.update(
-            dropout=self.dropout, recurrent_dropout=self.recurrent_dropout, seed=self.seed
+            dropout=self.dropout,
+            recurrent_dropout=self.recurrent_dropout,
+            recurrent_dropconnect=self.recurrent_dropconnect,
+            seed=self.seed,
         )
         return config
 
@@ -130,6 +249,17 @@ class DenseGatesCell(AbstractRNNCell):
 
     ``project_inputs`` is ``x @ kernel + bias`` split into the blocks;
     subclasses write ``step`` and list their blocks in ``blocks``.
+
+    ``layer_norm=True`` layer-normalizes the gate pre-activations as the
+    LN-LSTM of Ba, Kiros & Hinton 2016 ("Layer normalization"):
+    ``LN(W x; g_x, b_x) + LN(U h; g_h, b_h) + b``, each ``LN`` over the whole
+    product (every block of ``W x``; the columns of each ``recurrent_matmul``),
+    with the added weights ``input_norm_gain``, ``input_norm_bias`` (columns of
+    ``kernel``) and ``recurrent_norm_gain``, ``recurrent_norm_bias`` (columns
+    of ``recurrent_kernel``), created after ``bias``. (The paper's LN-LSTM also
+    normalizes ``c_t`` before its output ``tanh``; this option does not.)
+    Cells with their own ``project_inputs`` opt in through
+    ``supports_layer_norm``.
     """
 
     blocks: tuple[str, ...] = ()
@@ -149,10 +279,18 @@ class DenseGatesCell(AbstractRNNCell):
         kernel_constraint: Any = None,
         recurrent_constraint: Any = None,
         bias_constraint: Any = None,
+        layer_norm: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.units = check_positive_int("units", units)
+        self.layer_norm = bool(layer_norm)
+        if self.layer_norm and not self.supports_layer_norm():
+            raise ValueError(
+                "Argument `layer_norm=True` needs a cell whose input matmul goes "
+                f"through `input_matmul`; {type(self).__name__} has its own "
+                "`project_inputs`"
+            )
         self.activation = activations.get(activation)
         self.recurrent_activation = activations.get(recurrent_activation)
         self.use_bias = bool(use_bias)
@@ -179,6 +317,12 @@ class DenseGatesCell(AbstractRNNCell):
         """Number of columns of ``kernel``: one block of ``units`` per gate."""
         return len(self.blocks) * self.units
 
+    def kernel_shape(self, input_dim: int) -> tuple[int, ...]:
+        return (input_dim, self.width)
+
+    def recurrent_kernel_shape(self) -> tuple[int, ...]:
+        return (self.units, self.width)
+
     def bias_shape(self) -> tuple[int, ...]:
         return (self.width,)
 
@@ -193,14 +337,14 @@ class DenseGatesCell(AbstractRNNCell):
                 f"axis), received input shape {tuple(input_shape)}"
             )
         self.kernel = self.add_weight(
-            shape=(input_dim, self.width),
+            shape=self.kernel_shape(input_dim),
             name="kernel",
             initializer=self.kernel_initializer,
             regularizer=self.kernel_regularizer,
             constraint=self.kernel_constraint,
         )
         self.recurrent_kernel = self.add_weight(
-            shape=(self.units, self.width),
+            shape=self.recurrent_kernel_shape(),
             name="recurrent_kernel",
             initializer=self.recurrent_initializer,
             regularizer=self.recurrent_regularizer,
@@ -215,19 +359,64 @@ class DenseGatesCell(AbstractRNNCell):
                 regularizer=self.bias_regularizer,
                 constraint=self.bias_constraint,
             )
+        if self.layer_norm:
+            self.input_norm_gain, self.input_norm_bias = self.add_layer_norm_weights(
+                "input", self.kernel.shape[-1]
+            )
+            self.recurrent_norm_gain, self.recurrent_norm_bias = self.add_layer_norm_weights(
+                "recurrent", self.recurrent_kernel.shape[-1]
+            )
         self.built = True
+
+    def add_layer_norm_weights(self, side: str, width: int) -> tuple:
+        """The gain (ones) and bias (zeros) of one layer normalization."""
+        return tuple(
+            self.add_weight(shape=(width,), name=f"{side}_norm_{part}", initializer=initializer)
+            for part, initializer in (("gain", "ones"), ("bias", "zeros"))
+        )
 
     @property
     def input_bias(self) -> Tensor | None:
         return self.bias
 
+    @classmethod
+    def supports_layer_norm(cls) -> bool:
+        """Whether ``layer_norm`` reaches the input side: true where
+        ``project_inputs`` is this class's, whose matmul is ``input_matmul``."""
+        return cls.project_inputs is DenseGatesCell.project_inputs
+
+    def input_matmul(self, inputs: Tensor) -> Tensor:
+        """``inputs @ kernel``, layer-normalized with ``layer_norm``."""
+        product = ops.matmul(inputs, self.kernel)
+        if not self.layer_norm:
+            return product
+        return layer_normalize(product, self.input_norm_gain, self.input_norm_bias)
+
+    def recurrent_matmul(self, h: Tensor, columns: Columns = None) -> Tensor:
+        """``h @ recurrent_kernel[:, columns]``, layer-normalized over those
+        columns with ``layer_norm``."""
+        product = super().recurrent_matmul(h, columns)
+        if not self.layer_norm:
+            return product
+        gain = select_columns(self.recurrent_norm_gain, columns)
+        return layer_normalize(product, gain, select_columns(self.recurrent_norm_bias, columns))
+
+    def recurrence_is_plain(self) -> bool:
+        return super().recurrence_is_plain() and not self.layer_norm
+
     def project_inputs(self, inputs: Tensor) -> tuple:
-        projected = ops.matmul(inputs, self.kernel)
+        projected = self.input_matmul(inputs)
         if self.input_bias is not None:
             projected = projected + self.input_bias
         if len(self.blocks) == 1:
             return (projected,)
         return tuple(ops.split(projected, len(self.blocks), axis=-1))
+
+    def combine(self, projected: Tensor, recurrent: Tensor) -> Tensor:
+        """A gate's pre-activation from its projected input block and its
+        recurrent term: ``W x + b + U h``. Multiplicative integration
+        (cells/mi.py) overrides it."""
+        return projected + recurrent
 
     def get_config(self) -> dict:
         config = super().get_config()
@@ -245,5 +434,6 @@ class DenseGatesCell(AbstractRNNCell):
             kernel_constraint=constraints.serialize(self.kernel_constraint),
             recurrent_constraint=constraints.serialize(self.recurrent_constraint),
             bias_constraint=constraints.serialize(self.bias_constraint),
+            layer_norm=self.layer_norm,
         )
         return config

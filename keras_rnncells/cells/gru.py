@@ -63,20 +63,20 @@ class GRUCell(DenseGatesCell):
         h_prev = states[0]
         h_in = self.drop_recurrent(h_prev, training)
         if self.reset_after:
-            inner = ops.matmul(h_in, self.recurrent_kernel)
+            inner = self.recurrent_matmul(h_in)
             if self.bias is not None:
                 inner = inner + self.bias[1]
             u_z, u_r, u_h = ops.split(inner, 3, axis=-1)
-            z = self.recurrent_activation(x_z + u_z)
-            r = self.recurrent_activation(x_r + u_r)
-            h_tilde = self.activation(x_h + r * u_h)
+            z = self.recurrent_activation(self.combine(x_z, u_z))
+            r = self.recurrent_activation(self.combine(x_r, u_r))
+            h_tilde = self.activation(self.combine(x_h, r * u_h))
         else:
-            inner = ops.matmul(h_in, self.recurrent_kernel[:, : 2 * self.units])
+            inner = self.recurrent_matmul(h_in, (0, 2 * self.units))
             u_z, u_r = ops.split(inner, 2, axis=-1)
-            z = self.recurrent_activation(x_z + u_z)
-            r = self.recurrent_activation(x_r + u_r)
-            u_h = ops.matmul(r * h_in, self.recurrent_kernel[:, 2 * self.units :])
-            h_tilde = self.activation(x_h + u_h)
+            z = self.recurrent_activation(self.combine(x_z, u_z))
+            r = self.recurrent_activation(self.combine(x_r, u_r))
+            u_h = self.recurrent_matmul(r * h_in, (2 * self.units, 3 * self.units))
+            h_tilde = self.activation(self.combine(x_h, u_h))
         h = z * h_prev + (1.0 - z) * h_tilde
         return h, [h]
 
@@ -84,7 +84,7 @@ class GRUCell(DenseGatesCell):
         return (
             self.reset_after
             and self.use_bias
-            and self.recurrent_dropout == 0
+            and self.recurrence_is_plain()
             and is_default(self.activation, "tanh")
             and is_default(self.recurrent_activation, "sigmoid")
         )

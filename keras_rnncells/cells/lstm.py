@@ -56,20 +56,20 @@ class LSTMCell(DenseGatesCell):
 
     def step(self, projected, states, training=False):
         h_prev, c_prev = states[0], states[1]
-        inner = ops.matmul(self.drop_recurrent(h_prev, training), self.recurrent_kernel)
+        inner = self.recurrent_matmul(self.drop_recurrent(h_prev, training))
         u_i, u_f, u_c, u_o = ops.split(inner, 4, axis=-1)
         x_i, x_f, x_c, x_o = projected
-        i = self.recurrent_activation(x_i + u_i)
-        f = self.recurrent_activation(x_f + u_f)
-        o = self.recurrent_activation(x_o + u_o)
-        c = f * c_prev + i * self.activation(x_c + u_c)
+        i = self.recurrent_activation(self.combine(x_i, u_i))
+        f = self.recurrent_activation(self.combine(x_f, u_f))
+        o = self.recurrent_activation(self.combine(x_o, u_o))
+        c = f * c_prev + i * self.activation(self.combine(x_c, u_c))
         h = o * self.activation(c)
         return h, [h, c]
 
     def cudnn_compatible(self) -> bool:
         return (
             self.use_bias
-            and self.recurrent_dropout == 0
+            and self.recurrence_is_plain()
             and is_default(self.activation, "tanh")
             and is_default(self.recurrent_activation, "sigmoid")
         )

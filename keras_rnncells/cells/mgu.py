@@ -43,13 +43,13 @@ class MGUCell(DenseGatesCell):
         h_prev = states[0]
         h_in = self.drop_recurrent(h_prev, training)
         if self.reset_after:
-            u_f, u_h = ops.split(ops.matmul(h_in, self.recurrent_kernel), 2, axis=-1)
+            u_f, u_h = ops.split(self.recurrent_matmul(h_in), 2, axis=-1)
             f = self.recurrent_activation(x_f + u_f)
             h_tilde = self.activation(x_h + f * u_h)
         else:
-            u_f = ops.matmul(h_in, self.recurrent_kernel[:, : self.units])
+            u_f = self.recurrent_matmul(h_in, (0, self.units))
             f = self.recurrent_activation(x_f + u_f)
-            u_h = ops.matmul(f * h_in, self.recurrent_kernel[:, self.units :])
+            u_h = self.recurrent_matmul(f * h_in, (self.units, 2 * self.units))
             h_tilde = self.activation(x_h + u_h)
         h = h_prev + f * (h_tilde - h_prev)
         return h, [h]

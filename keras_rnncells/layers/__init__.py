@@ -1,6 +1,60 @@
 """The RNN layer with its execution paths, and the named layers."""
 
-from keras_rnncells.layers.named import GRU, LSTM, MGU, CellLayer, SimpleRNN
+from keras_rnncells.layers.named import (
+    CIFGLSTM,
+    DSGU,
+    GRU,
+    IRNN,
+    LSTM,
+    MGU,
+    MIGRU,
+    MILSTM,
+    MIRNN,
+    MUT1,
+    MUT2,
+    MUT3,
+    SCRN,
+    SGU,
+    SLSTM,
+    CellLayer,
+    JordanRNN,
+    LSTMNoForgetGate,
+    LSTMNoInputGate,
+    LSTMNoOutputGate,
+    MuFuRU,
+    PeepholeLSTM,
+    SimpleRNN,
+)
 from keras_rnncells.layers.rnn import IMPLEMENTATIONS, RNN, portable
+from keras_rnncells.layers.wrappers import CellWrapper, Zoneout
 
-__all__ = ["GRU", "IMPLEMENTATIONS", "LSTM", "MGU", "RNN", "CellLayer", "SimpleRNN", "portable"]
+__all__ = [
+    "CIFGLSTM",
+    "DSGU",
+    "GRU",
+    "IMPLEMENTATIONS",
+    "IRNN",
+    "LSTM",
+    "MGU",
+    "MIGRU",
+    "MILSTM",
+    "MIRNN",
+    "MUT1",
+    "MUT2",
+    "MUT3",
+    "RNN",
+    "SCRN",
+    "SGU",
+    "SLSTM",
+    "CellLayer",
+    "CellWrapper",
+    "JordanRNN",
+    "LSTMNoForgetGate",
+    "LSTMNoInputGate",
+    "LSTMNoOutputGate",
+    "MuFuRU",
+    "PeepholeLSTM",
+    "SimpleRNN",
+    "Zoneout",
+    "portable",
+]

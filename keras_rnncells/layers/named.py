@@ -7,11 +7,8 @@ from typing import Any
 
 import keras
 
+from keras_rnncells import cells
 from keras_rnncells.cells.base import AbstractRNNCell
-from keras_rnncells.cells.gru import GRUCell
-from keras_rnncells.cells.lstm import LSTMCell
-from keras_rnncells.cells.mgu import MGUCell
-from keras_rnncells.cells.simple import SimpleRNNCell
 from keras_rnncells.layers.rnn import RNN
 
 # Arguments of the layer itself; every other keyword goes to the cell.
@@ -63,7 +60,25 @@ def named_layer(cell_class: type[AbstractRNNCell], doc: str) -> type[CellLayer]:
     return keras.saving.register_keras_serializable(package="keras_rnncells")(layer)
 
 
-SimpleRNN = named_layer(SimpleRNNCell, "`RNN` over a `SimpleRNNCell` (Elman).")
-GRU = named_layer(GRUCell, "`RNN` over a `GRUCell`.")
-LSTM = named_layer(LSTMCell, "`RNN` over an `LSTMCell`.")
-MGU = named_layer(MGUCell, "`RNN` over an `MGUCell` (minimal gated unit).")
+SimpleRNN = named_layer(cells.SimpleRNNCell, "`RNN` over a `SimpleRNNCell` (Elman).")
+IRNN = named_layer(cells.IRNNCell, "`RNN` over an `IRNNCell` (ReLU, identity init).")
+JordanRNN = named_layer(cells.JordanRNNCell, "`RNN` over a `JordanRNNCell`.")
+GRU = named_layer(cells.GRUCell, "`RNN` over a `GRUCell`.")
+LSTM = named_layer(cells.LSTMCell, "`RNN` over an `LSTMCell`.")
+PeepholeLSTM = named_layer(cells.PeepholeLSTMCell, "`RNN` over a `PeepholeLSTMCell`.")
+CIFGLSTM = named_layer(cells.CIFGLSTMCell, "`RNN` over a `CIFGLSTMCell`.")
+LSTMNoInputGate = named_layer(cells.LSTMNoInputGateCell, "`RNN` over an `LSTMNoInputGateCell`.")
+LSTMNoForgetGate = named_layer(cells.LSTMNoForgetGateCell, "`RNN` over an `LSTMNoForgetGateCell`.")
+LSTMNoOutputGate = named_layer(cells.LSTMNoOutputGateCell, "`RNN` over an `LSTMNoOutputGateCell`.")
+SLSTM = named_layer(cells.SLSTMCell, "`RNN` over an `SLSTMCell`.")
+MGU = named_layer(cells.MGUCell, "`RNN` over an `MGUCell` (minimal gated unit).")
+MuFuRU = named_layer(cells.MuFuRUCell, "`RNN` over a `MuFuRUCell`.")
+MUT1 = named_layer(cells.MUT1Cell, "`RNN` over a `MUT1Cell`.")
+MUT2 = named_layer(cells.MUT2Cell, "`RNN` over a `MUT2Cell`.")
+MUT3 = named_layer(cells.MUT3Cell, "`RNN` over a `MUT3Cell`.")
+SCRN = named_layer(cells.SCRNCell, "`RNN` over an `SCRNCell`.")
+SGU = named_layer(cells.SGUCell, "`RNN` over an `SGUCell`.")
+DSGU = named_layer(cells.DSGUCell, "`RNN` over a `DSGUCell`.")
+MIRNN = named_layer(cells.MIRNNCell, "`RNN` over an `MIRNNCell`.")
+MIGRU = named_layer(cells.MIGRUCell, "`RNN` over an `MIGRUCell`.")
+MILSTM = named_layer(cells.MILSTMCell, "`RNN` over an `MILSTMCell`.")
