@@ -1,0 +1,145 @@
+"""Shared fixtures of the test suite: small sequences, masks, weights, gradients.
+
+Shapes are tiny on purpose (batch 9, 5 steps, 4 features): the tests check
+numbers, not speed, and every distinct layer costs an XLA compilation.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+# TF32 matmuls (the default on recent GPUs) are accurate to ~1e-3 only; the
+# paths are compared to 1e-5, so every path computes in full float32.
+tf.config.experimental.enable_tensor_float_32_execution(False)
+
+BATCH, STEPS, FEATURES = 9, 5, 4
+
+# Three rows of each padding pattern; the batch of `sequences` holds them all,
+# so one call (one compiled loop) checks every pattern. The last "holes" row
+# is fully masked (an empty sequence).
+MASK_ROWS = {
+    "right": [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]],
+    "left": [[1, 1, 1, 1, 1], [0, 0, 1, 1, 1], [0, 0, 0, 0, 1]],
+    "holes": [[1, 0, 1, 1, 0], [0, 1, 1, 0, 1], [0, 0, 0, 0, 0]],
+}
+# Right padding only, no empty row: the masks the cuDNN kernel takes.
+RIGHT_PADDED_LENGTHS = [5, 4, 3, 2, 1, 5, 3, 2, 1]
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20240611)
+
+
+@pytest.fixture
+def sequences(rng: np.random.Generator) -> np.ndarray:
+    """A (BATCH, STEPS, FEATURES) float32 batch."""
+    return rng.normal(size=(BATCH, STEPS, FEATURES)).astype("float32")
+
+
+@pytest.fixture
+def mask() -> np.ndarray:
+    """A boolean (BATCH, STEPS) mask with right and left padding and holes."""
+    return np.array([row for rows in MASK_ROWS.values() for row in rows], dtype=bool)
+
+
+@pytest.fixture
+def right_padded_mask() -> np.ndarray:
+    """A boolean (BATCH, STEPS) right-padded mask without empty rows."""
+    return np.arange(STEPS)[None, :] < np.array(RIGHT_PADDED_LENGTHS)[:, None]
+
+
+def randomize_weights(layer: keras.layers.Layer, rng: np.random.Generator) -> None:
+    """Give every trainable weight random values (biases included, so a
+    misplaced bias cannot hide behind the zero initializer)."""
+    for weight in layer.trainable_weights:
+        weight.assign(rng.uniform(-0.6, 0.6, size=weight.shape).astype(weight.dtype))
+
+
+def linear_loss(outputs: list) -> tf.Tensor:
+    """A fixed random linear function of a list of tensors: every element
+    weighs differently, and identically for the layers being compared."""
+    rng = np.random.default_rng(7)
+    return sum(
+        tf.reduce_sum(o * rng.normal(size=tuple(o.shape)).astype(o.dtype.name)) for o in outputs
+    )
+
+
+def outputs_and_gradients(
+    layer: Callable, inputs: Any, **call_kwargs: Any
+) -> tuple[list[tf.Tensor], list[tf.Tensor]]:
+    """The flattened outputs of ``layer(inputs, **call_kwargs)`` and the
+    gradients of their `linear_loss` with respect to the inputs, the
+    ``initial_state`` tensors (if given) and every trainable weight. Works
+    eagerly and inside ``tf.function``."""
+    inputs = tf.convert_to_tensor(inputs)
+    states = [tf.convert_to_tensor(s) for s in call_kwargs.pop("initial_state", None) or []]
+    if states:
+        call_kwargs["initial_state"] = states
+    with tf.GradientTape() as tape:
+        tape.watch([inputs, *states])
+        outputs = keras.tree.flatten(layer(inputs, **call_kwargs))
+        loss = linear_loss(outputs)
+    sources = [inputs, *states, *layer.trainable_weights]
+    return outputs, tape.gradient(loss, sources, unconnected_gradients="zero")
+
+
+def assert_all_close(actual: list, expected: list, tol: float = 1e-5, what: str = "") -> None:
+    """Lists of arrays equal elementwise to ``tol`` (absolute and relative)."""
+    assert len(actual) == len(expected), f"{what}: {len(actual)} vs {len(expected)} tensors"
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        np.testing.assert_allclose(
+            np.asarray(a), np.asarray(e), rtol=tol, atol=tol, err_msg=f"{what} [tensor {i}]"
+        )
+
+
+def check_step_and_sequence(
+    cell: Any, reference: Callable, features: int, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """For a one-state cell: put it in a fused ``RNN`` on random (2, 5,
+    ``features``) inputs, randomize its weights, then check one
+    ``cell(x_t, [h])`` step and the whole sequence from a random ``h0``
+    against ``reference(x_t, h, weights)`` (numpy, weights as
+    ``get_weights()``). Returns the weights."""
+    from keras_rnncells import RNN
+
+    layer = RNN(cell, return_sequences=True, return_state=True, implementation="fused")
+    x = rng.normal(size=(2, 5, features)).astype("float32")
+    h0 = rng.normal(size=(2, cell.state_size)).astype("float32")
+    layer.build(x.shape)
+    randomize_weights(layer, rng)
+    weights = layer.get_weights()
+    output, states = cell(x[:, 0], [h0])
+    expected = reference(x[:, 0], h0, weights)
+    assert_all_close([output, states[0]], [expected, expected], what="one step")
+    h, expected_outputs = h0, []
+    for t in range(x.shape[1]):
+        h = reference(x[:, t], h, weights)
+        expected_outputs.append(h)
+    outputs, last_state = layer(x, initial_state=[h0])
+    assert_all_close([outputs, last_state], [np.stack(expected_outputs, 1), h], what="sequence")
+    return weights
+
+
+@pytest.fixture
+def helpers():
+    """The helper functions above, for the test modules (no package to import
+    them from: the test tree has no ``__init__.py``)."""
+
+    class Helpers:
+        randomize_weights = staticmethod(randomize_weights)
+        linear_loss = staticmethod(linear_loss)
+        outputs_and_gradients = staticmethod(outputs_and_gradients)
+        assert_all_close = staticmethod(assert_all_close)
+        check_step_and_sequence = staticmethod(check_step_and_sequence)
+
+    return Helpers

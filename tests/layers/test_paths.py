@@ -1,0 +1,202 @@
+"""The fused path equals the generic one (``keras.layers.RNN``'s loop) for
+every registered cell, its gradient equals finite differences, and it works
+where layers are used: in ``tf.function``, in ``model.fit`` with and without
+``jit_compile``, stacked, and under ``keras.layers.Bidirectional``."""
+
+from __future__ import annotations
+
+import warnings
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_rnncells as krc
+
+UNITS = 3
+FEATURES = 4  # conftest's `sequences`
+SEED = 11
+DROPOUT = 0.25
+# Compared to each other / to finite differences, per dtype:
+# (path tolerance, finite-difference step, finite-difference tolerance)
+TOLERANCES = {"float64": (1e-9, 1e-6, 1e-6), "float32": (1e-5, 1e-3, 2e-2)}
+
+
+def supports_float64(name: str) -> bool:
+    """Whether one step of the cell runs and stays in float64."""
+    cell = krc.get_cell(name)(UNITS, dtype="float64")
+    try:
+        states = cell.get_initial_state(2)
+        output, _ = cell(np.ones((2, UNITS)), states)
+    except Exception as error:  # the cell's own limitation, reported below
+        warnings.warn(
+            f"cell {name!r} does not run in float64 ({error}); using float32", stacklevel=2
+        )
+        return False
+    return keras.backend.standardize_dtype(output.dtype) == "float64"
+
+
+def fused_and_generic(name, sequences, rng, helpers, dtype, **layer_kwargs):
+    """The cell ``name`` under both paths, with the same random weights and
+    dropout seeds: ``(fused, generic)``."""
+    layers = []
+    for implementation in ("fused", "generic"):
+        cell = krc.get_cell(name)(
+            UNITS,
+            dropout=DROPOUT,
+            recurrent_dropout=DROPOUT,
+            recurrent_dropconnect=DROPOUT,
+            seed=SEED,
+            dtype=dtype,
+        )
+        layer = krc.RNN(cell, implementation=implementation, dtype=dtype, **layer_kwargs)
+        layer.build(sequences.shape)
+        layers.append(layer)
+    fused, generic = layers
+    assert (fused.path(), generic.path()) == ("fused", "generic")
+    helpers.randomize_weights(fused, rng)
+    generic.set_weights(fused.get_weights())
+    return fused, generic
+
+
+class SeedRestorer:
+    """Puts the dropout seed generators of layers back to one saved state, so
+    that each call draws the same dropout masks."""
+
+    def __init__(self, *layers):
+        self.generators = [layer.cell.seed_generator for layer in layers]
+        self.state = self.generators[0].state.numpy()
+
+    def __call__(self) -> None:
+        for generator in self.generators:
+            generator.state.assign(self.state)
+
+
+@pytest.mark.parametrize("name", krc.list_cells())
+def test_fused_equals_generic_and_finite_differences(name, sequences, mask, rng, helpers):
+    """Outputs, final states and gradients (inputs, initial states, every
+    trainable weight) of the fused path equal the generic path's with a mask
+    with holes, ``go_backwards`` and input + recurrent dropout in training
+    (same seed, so the same dropout masks); the fused gradient equals central
+    finite differences along two random directions per tensor."""
+    dtype = "float64" if supports_float64(name) else "float32"
+    path_tol, step, fd_tol = TOLERANCES[dtype]
+    sequences = sequences[:, :, :UNITS].astype(dtype)  # some cells need input size = units
+    kwargs = {"go_backwards": True, "return_sequences": True, "return_state": True}
+    fused, generic = fused_and_generic(name, sequences, rng, helpers, dtype, **kwargs)
+    restore_seeds = SeedRestorer(fused, generic)
+    states = [
+        rng.normal(size=(len(sequences), size)).astype(dtype)
+        for size in keras.tree.flatten(fused.cell.state_size)
+    ]
+    call = {"mask": mask, "training": True}
+
+    restore_seeds()
+    outputs, grads = helpers.outputs_and_gradients(fused, sequences, initial_state=states, **call)
+    restore_seeds()
+    expected_outputs, expected_grads = helpers.outputs_and_gradients(
+        generic, sequences, initial_state=states, **call
+    )
+    helpers.assert_all_close(outputs, expected_outputs, path_tol, f"{name}: outputs, states")
+    helpers.assert_all_close(grads, expected_grads, path_tol, f"{name}: gradients")
+    assert all(np.abs(g).max() > 0 for g in grads), f"{name}: a gradient is zero"
+    inference = keras.tree.flatten(generic(sequences, mask=mask, initial_state=states))
+    assert not np.allclose(inference[0], expected_outputs[0]), "dropout had no effect"
+
+    inputs, states = tf.Variable(sequences), [tf.Variable(s) for s in states]
+
+    def loss() -> float:
+        restore_seeds()
+        outputs = fused(inputs, initial_state=states, **call)
+        return float(helpers.linear_loss(keras.tree.flatten(outputs)))
+
+    labels = ["inputs"] + [f"initial state {i}" for i in range(len(states))]
+    labels += [weight.path for weight in fused.trainable_weights]
+    for label, variable, grad in zip(labels, [inputs, *states, *fused.trainable_weights], grads):
+        original = variable.numpy()
+        for _ in range(2):
+            direction = rng.normal(size=original.shape).astype(dtype)
+            variable.assign(original + step * direction)
+            plus = loss()
+            variable.assign(original - step * direction)
+            minus = loss()
+            variable.assign(original)
+            numeric = (plus - minus) / (2 * step)
+            analytic = float(np.sum(np.asarray(grad) * direction))
+            assert abs(numeric - analytic) <= fd_tol * max(1.0, abs(analytic)), (
+                f"{name}: d/d({label}) along a random direction: finite differences "
+                f"{numeric}, fused gradient {analytic}"
+            )
+
+
+def test_inside_tf_function(sequences, mask, rng, helpers):
+    """Traced by ``tf.function``, the fused layer has the generic one's static
+    output shapes, outputs and gradients."""
+    fused, generic = fused_and_generic(
+        "lstm", sequences, rng, helpers, "float32", return_sequences=True, return_state=True
+    )
+    shapes = [
+        [
+            tuple(t.shape)
+            for t in tf.function(layer).get_concrete_function(sequences, mask=mask).outputs
+        ]
+        for layer in (fused, generic)
+    ]
+    assert (
+        shapes[0]
+        == shapes[1]
+        == [(*sequences.shape[:2], UNITS), (len(sequences), UNITS), (len(sequences), UNITS)]
+    )
+    actual = tf.function(helpers.outputs_and_gradients)(fused, sequences, mask=mask)
+    expected = helpers.outputs_and_gradients(generic, sequences, mask=mask)
+    helpers.assert_all_close(actual[0], expected[0], what="outputs")
+    helpers.assert_all_close(actual[1], expected[1], what="gradients")
+
+
+def stacked_model(implementation: str, mask_value: float) -> keras.Model:
+    """Masking, a bidirectional LSTM and a GRU, all returning sequences."""
+    inputs = keras.Input((None, FEATURES))
+    masked = keras.layers.Masking(mask_value)(inputs)
+    lstm = krc.RNN(krc.LSTMCell(UNITS), return_sequences=True, implementation=implementation)
+    hidden = keras.layers.Bidirectional(lstm, merge_mode="concat")(masked)
+    gru = krc.RNN(krc.GRUCell(UNITS), return_sequences=True, implementation=implementation)
+    return keras.Model(inputs, gru(hidden))
+
+
+def test_stacked_and_bidirectional(sequences, mask, rng, helpers):
+    """Two recurrent layers, the first bidirectional, the mask carried by
+    Keras from a Masking layer: the fused model equals the generic one."""
+    mask_value = 0.0
+    sequences = np.where(mask[:, :, None], sequences, mask_value).astype("float32")
+    fused, generic = stacked_model("fused", mask_value), stacked_model("generic", mask_value)
+    bidirectional, gru = fused.layers[-2:]
+    recurrent = [bidirectional.forward_layer, bidirectional.backward_layer, gru]
+    assert [layer.path() for layer in recurrent] == ["fused"] * 3
+    assert bidirectional.backward_layer.go_backwards
+    helpers.randomize_weights(fused, rng)
+    generic.set_weights(fused.get_weights())
+    actual = helpers.outputs_and_gradients(fused, sequences)
+    expected = helpers.outputs_and_gradients(generic, sequences)
+    helpers.assert_all_close(actual[0], expected[0], what="outputs")
+    helpers.assert_all_close(actual[1], expected[1], what="gradients")
+    assert len(actual[1]) == 1 + 3 * 3  # inputs; kernel, recurrent kernel, bias per layer
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_fit_learns(jit_compile, rng):
+    """A fused MGU learns a tiny regression (a sum over time) under
+    ``model.fit``, compiled by XLA or not."""
+    x = rng.normal(size=(64, 5, 2)).astype("float32")
+    y = x[:, :, :1].sum(axis=1) * 0.5
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [keras.Input((5, 2)), krc.MGU(8, implementation="fused"), keras.layers.Dense(1)]
+    )
+    assert model.layers[0].path() == "fused"
+    model.compile(keras.optimizers.Adam(0.03), "mse", jit_compile=jit_compile)
+    assert model.jit_compile == jit_compile
+    history = model.fit(x, y, batch_size=16, epochs=8, shuffle=False, verbose=0)
+    losses = history.history["loss"]
+    assert np.all(np.isfinite(losses))
+    assert losses[-1] < 0.3 * losses[0], losses

@@ -1,0 +1,80 @@
+"""benchmarks/speed.py runs and derives its ratios from the same run (no timing asserted)."""
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "speed.py"
+
+
+@pytest.fixture(scope="module")
+def speed():
+    spec = importlib.util.spec_from_file_location("benchmarks_speed", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["benchmarks_speed"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quick_run(speed, tmp_path, capsys):
+    saved = tmp_path / "rows.json"
+    # mut1 needs input features == units: the quick shape (4 features, 5 units) skips it.
+    result = speed.main(["--quick", "--cells", "mgu,simple,mut1", "--json", str(saved)])
+    assert json.loads(saved.read_text()) == json.loads(json.dumps(result))
+    rows = {row["layer"]: row for row in result["rows"]}
+    assert set(rows) == {
+        "keras.layers.GRU",
+        "keras.layers.LSTM",
+        "rnncells.RNN(mgu)",
+        "keras.layers.RNN(mgu)",
+        "rnncells.RNN(simple)",
+        "keras.layers.RNN(simple)",
+        "rnncells.MGU",
+        "rnncells.MGU(reset_after=True)",
+        "rnncells.SimpleRNN",
+    }
+    assert set(result["skipped"]) == {"rnncells.RNN(mut1)", "keras.layers.RNN(mut1)"}
+    peak = result["peak_gflops"]
+    assert math.isfinite(peak) and peak > 0
+    gru = rows["keras.layers.GRU"]
+    for row in rows.values():
+        for key in ("fwd_ms", "train_ms", "fwd_gflops", "train_gflops"):
+            assert math.isfinite(row[key]) and row[key] > 0, (row["layer"], key)
+        assert row["traces"] == 2, row["layer"]  # each function traced once
+        assert row["fwd_vs_gru"] == pytest.approx(row["fwd_ms"] / gru["fwd_ms"])
+        assert row["train_vs_gru"] == pytest.approx(row["train_ms"] / gru["train_ms"])
+        assert row["train_pct_peak"] == pytest.approx(100 * row["train_gflops"] / peak)
+    # MGU: 2 blocks of 5 units, kernel (4, 10) + recurrent (5, 10); B=3, T=5.
+    assert rows["rnncells.MGU"]["flops"] == 2 * 3 * 5 * (4 * 10 + 5 * 10)
+    assert rows["rnncells.RNN(mgu)"]["path"] == "fused"
+    for ours, plain in (("rnncells.RNN(mgu)", "mgu"), ("rnncells.SimpleRNN", "simple")):
+        plain = rows[f"keras.layers.RNN({plain})"]
+        assert rows[ours]["fwd_speedup"] == pytest.approx(plain["fwd_ms"] / rows[ours]["fwd_ms"])
+        assert rows[ours]["train_speedup"] == pytest.approx(
+            plain["train_ms"] / rows[ours]["train_ms"]
+        )
+    assert rows["rnncells.MGU(reset_after=True)"]["fwd_speedup"] is None
+    mgu = rows["rnncells.MGU"]
+    mgu_goal = next(g for g in result["goals"] if g["text"].startswith("rnncells.MGU:"))
+    assert mgu_goal["passed"] == (mgu["fwd_vs_gru"] <= 0.40 and mgu["train_vs_gru"] <= 0.50)
+    printed = capsys.readouterr().out
+    assert "| rnncells.MGU(reset_after=True) |" in printed
+    assert ("PASS: rnncells.MGU:" in printed) == mgu_goal["passed"]
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--cells", "gru,nope"], "--cells"),
+        (["--repeats", "0"], "--repeats"),
+        (["--units", "-1"], "--units"),
+        (["--dtype", "int8"], "--dtype"),
+    ],
+)
+def test_bad_arguments(speed, argv, flag):
+    with pytest.raises(ValueError, match=flag):
+        speed.parse_args(argv)
