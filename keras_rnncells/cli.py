@@ -1,0 +1,131 @@
+"""The ``rnncells`` command.
+
+Each subcommand is one entry of ``COMMANDS``: its one-line help, a function
+adding its arguments to its parser and the function running it. ``run``
+functions import what they need themselves, so parsing stays light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its one-line help, its arguments, what it runs."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], None]
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain-text table: columns left-aligned, two spaces apart."""
+    cells = [[str(value) for value in row] for row in [headers, *rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(value.ljust(width) for value, width in zip(row, widths)) for row in cells]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, received {text}")
+    return value
+
+
+# -- rnncells cells --------------------------------------------------------------
+def cells_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input-dim", type=positive_int, default=64, help="input features (default 64)"
+    )
+    parser.add_argument("--units", type=positive_int, default=128, help="units (default 128)")
+
+
+def cell_sizes(cls: type, input_dim: int, units: int) -> tuple[int, object]:
+    """Parameters and state size of ``cls(units)`` built for ``input_dim`` features."""
+    cell = cls(units)
+    cell.build((None, input_dim))
+    return sum(math.prod(w.shape) for w in cell.weights), cell.state_size
+
+
+def cells_run(args: argparse.Namespace) -> None:
+    from keras_rnncells import get_cell, list_cells
+
+    rows, notes = [], []
+    for name in list_cells():
+        cls = get_cell(name)
+        try:
+            parameters, state_size = cell_sizes(cls, args.input_dim, args.units)
+        except (TypeError, ValueError) as error:
+            parameters, state_size = "n/a", "n/a"
+            notes.append(f"{name}: {error}")
+        blocks = " ".join(getattr(cls(args.units), "blocks", ())) or "-"
+        rows.append((name, cls.__name__, blocks, parameters, state_size, cls.citation or "-"))
+    headers = ("name", "class", "blocks", "parameters", "state size", "citation")
+    print(f"Registered cells; parameters for input {args.input_dim}, units {args.units}:")
+    print(format_table(headers, rows))
+    if notes:
+        print("\nn/a: cannot be built at this shape:")
+        print("\n".join(notes))
+
+
+# -- rnncells demo ---------------------------------------------------------------
+def demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--units", type=positive_int, default=32, help="units (default 32)")
+    parser.add_argument("--epochs", type=positive_int, default=5, help="epochs (default 5)")
+    parser.add_argument(
+        "--samples", type=positive_int, default=4000, help="training sequences (default 4000)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+
+def demo_run(args: argparse.Namespace) -> None:
+    from keras_rnncells.demo import STEPS, run_demo
+
+    results, baseline = run_demo(
+        units=args.units, epochs=args.epochs, samples=args.samples, seed=args.seed
+    )
+    headers = ("cell", "parameters", "s/epoch", "test MSE", "baseline MSE")
+    rows = [
+        (r.cell, r.parameters, f"{r.seconds_per_epoch:.2f}", f"{r.test_mse:.4f}", f"{baseline:.4f}")
+        for r in results
+    ]
+    print(f"\nAdding problem, T={STEPS}, {args.samples} training sequences, {args.epochs} epochs")
+    print("(baseline: predicting the mean training target; s/epoch: median over epochs)")
+    print(format_table(headers, rows))
+
+
+COMMANDS: dict[str, Command] = {
+    "cells": Command("list the registered cells and their sizes", cells_arguments, cells_run),
+    "demo": Command(
+        "train MGU and GRU on the adding problem (no download, under a minute)",
+        demo_arguments,
+        demo_run,
+    ),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rnncells", description="Recurrent cells for Keras 3: tables and demos."
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="command")
+    for name, command in COMMANDS.items():
+        subparser = subparsers.add_parser(name, help=command.help, description=command.help)
+        command.add_arguments(subparser)
+        subparser.set_defaults(run=command.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()
