@@ -1,0 +1,397 @@
+"""Speed table of the recurrent layers: forward pass and one training step.
+
+For every registered cell (``keras_rnncells.RNN`` over it, implementation
+"auto": the fused path on CPU), our named layers, Keras' own ``GRU`` and
+``LSTM`` and every cell under plain ``keras.layers.RNN``, all in one run:
+
+* forward: ``layer(x, training=False)`` inside a ``tf.function``;
+* train: forward + mean-square loss + backward + Adam update inside one
+  ``tf.function`` (as ``model.fit`` runs it: not XLA-compiled at the outer
+  level unless ``--outer-jit``).
+
+Each function is built once per layer, warmed up, then called ``--repeats``
+times; a repeat is one call timed with ``time.perf_counter`` up to the result's
+``.numpy()``, and the table shows the median. A retrace inside the timed loop is
+an error. The goals of the issue are printed under the table as PASS/FAIL.
+
+Usage (from the repository root, with the package importable)::
+
+    python benchmarks/speed.py                       # B=32, T=100, in 64, units 128
+    python benchmarks/speed.py --batch 256 --steps 50 --units 256
+    python benchmarks/speed.py --cells gru,mgu --json speed.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras
+import tensorflow as tf
+
+import keras_rnncells
+
+DEFAULT_SHAPE = {"batch": 32, "steps": 100, "input": 64, "units": 128}
+QUICK_SHAPE = {"batch": 3, "steps": 5, "input": 4, "units": 5}
+PEAK_SIZE = {False: 2048, True: 128}  # side of the peak matmul, by --quick
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+REFERENCE = "keras.layers.GRU"
+
+
+@dataclass(frozen=True)
+class Bench:
+    """One layer to measure. ``plain`` is the label of the same cell under
+    plain ``keras.layers.RNN`` (the row this one's speedup is computed against)."""
+
+    label: str
+    build: Callable[[], keras.layers.Layer]
+    plain: str | None = None
+
+
+@dataclass
+class Row:
+    layer: str
+    path: str
+    plain: str | None  # the label of the same cell under plain keras.layers.RNN
+    params: int
+    flops: int  # forward matmul FLOPs, see FLOPS_NOTE
+    fwd_ms: float
+    train_ms: float
+    traces: int  # tracings of the forward + train functions (2 = no retrace)
+    fwd_vs_gru: float = math.nan
+    train_vs_gru: float = math.nan
+    fwd_gflops: float = math.nan
+    train_gflops: float = math.nan
+    train_pct_peak: float = math.nan
+    fwd_speedup: float | None = None
+    train_speedup: float | None = None
+
+
+@dataclass
+class Goal:
+    text: str
+    measured: str
+    passed: bool
+
+
+FLOPS_NOTE = (
+    "FLOPs count only matmuls, from the weight shapes: forward = 2·B·T·Σ rows·cols over "
+    "the layer's 2-D kernels (input_dim·kernel_cols + units·recurrent_cols for the dense-gate "
+    "cells); a training step counts 3x the forward. Elementwise ops and biases are not counted."
+)
+
+
+# -- arguments ---------------------------------------------------------------------
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch", type=int, help="batch size (default 32)")
+    parser.add_argument("--steps", type=int, help="sequence length T (default 100)")
+    parser.add_argument("--input", type=int, help="input features (default 64)")
+    parser.add_argument("--units", type=int, help="units (default 128)")
+    parser.add_argument("--dtype", default="float32", help=f"one of {DTYPES}")
+    parser.add_argument("--cells", default="all", help="comma list of registered cells")
+    parser.add_argument("--repeats", type=int, help="timed calls per function (default 7)")
+    parser.add_argument("--warmup", type=int, help="untimed calls first (default 2)")
+    parser.add_argument("--outer-jit", action="store_true", help="jit_compile the functions")
+    parser.add_argument("--quick", action="store_true", help="tiny shapes, 1 warmup, 3 repeats")
+    parser.add_argument("--json", metavar="PATH", help="also save the rows as JSON")
+    args = parser.parse_args(argv)
+    shape = QUICK_SHAPE if args.quick else DEFAULT_SHAPE
+    for key, default in shape.items():
+        if getattr(args, key) is None:
+            setattr(args, key, default)
+    if args.repeats is None:
+        args.repeats = 3 if args.quick else 7
+    if args.warmup is None:
+        args.warmup = 1 if args.quick else 2
+    validate(args)
+    return args
+
+
+def validate(args: argparse.Namespace) -> None:
+    for key in ("batch", "steps", "input", "units", "repeats", "warmup"):
+        value, least = getattr(args, key), 0 if key == "warmup" else 1
+        if value < least:
+            raise ValueError(f"Argument `--{key}` must be an integer >= {least}, received: {value}")
+    if args.dtype not in DTYPES:
+        raise ValueError(f"Argument `--dtype` must be one of {DTYPES}, received: {args.dtype!r}")
+    registered = keras_rnncells.list_cells()
+    if args.cells == "all":
+        args.cells = registered
+    else:
+        args.cells = [name.strip() for name in args.cells.split(",") if name.strip()]
+        unknown = [name for name in args.cells if name not in registered]
+        if unknown or not args.cells:
+            raise ValueError(
+                f"Argument `--cells` must be a comma list of {registered} (or 'all'), "
+                f"received: {unknown or args.cells}"
+            )
+
+
+# -- what to measure -----------------------------------------------------------------
+def benches(args: argparse.Namespace) -> list[Bench]:
+    """The reference first, then each selected cell (ours, then plain Keras RNN),
+    then our named layers whose cell is selected."""
+    units, dtype = args.units, args.dtype
+    result = [
+        Bench(REFERENCE, lambda: keras.layers.GRU(units, dtype=dtype)),
+        Bench("keras.layers.LSTM", lambda: keras.layers.LSTM(units, dtype=dtype)),
+    ]
+    for name in args.cells:
+        cell = keras_rnncells.get_cell(name)
+        plain = f"keras.layers.RNN({name})"
+        result += [
+            Bench(
+                f"rnncells.RNN({name})",
+                lambda c=cell: keras_rnncells.RNN(c(units, dtype=dtype), dtype=dtype),
+                plain,
+            ),
+            Bench(plain, lambda c=cell: keras.layers.RNN(c(units, dtype=dtype), dtype=dtype)),
+        ]
+    named = [
+        ("GRU", keras_rnncells.GRU, {}),
+        ("LSTM", keras_rnncells.LSTM, {}),
+        ("SimpleRNN", keras_rnncells.SimpleRNN, {}),
+        ("MGU", keras_rnncells.MGU, {}),
+        ("MGU(reset_after=True)", keras_rnncells.MGU, {"reset_after": True}),
+    ]
+    names = {keras_rnncells.get_cell(name): name for name in args.cells}
+    for label, layer_class, kwargs in named:
+        cell_name = names.get(layer_class.cell_class)
+        if cell_name is not None:
+            result.append(
+                Bench(
+                    f"rnncells.{label}",
+                    lambda c=layer_class, k=kwargs: c(units, dtype=dtype, **k),
+                    None if kwargs else f"keras.layers.RNN({cell_name})",
+                )
+            )
+    return result
+
+
+# -- measuring ---------------------------------------------------------------------------
+def time_call(function: Callable, x: tf.Tensor, warmup: int, repeats: int) -> float:
+    """Median wall time of ``function(x)`` in ms, each call up to ``.numpy()``."""
+    for _ in range(warmup):
+        function(x).numpy()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function(x).numpy()
+        times.append(time.perf_counter() - start)
+    return 1e3 * statistics.median(times)
+
+
+def peak_gflops(size: int, dtype: str, warmup: int, repeats: int, outer_jit: bool) -> float:
+    """GFLOP/s of one large (size x size) @ (size x size) matmul."""
+    a = tf.random.normal((size, size), dtype=dtype)
+    b = tf.random.normal((size, size), dtype=dtype)
+    matmul = tf.function(lambda a: tf.reduce_sum(tf.matmul(a, b)), jit_compile=outer_jit)
+    return 2 * size**3 / time_call(matmul, a, max(warmup, 1), repeats) / 1e6
+
+
+def matmul_flops(layer: keras.layers.Layer, batch: int, steps: int) -> int:
+    kernels = [w for w in layer.trainable_weights if len(w.shape) == 2 and "bias" not in w.name]
+    return 2 * batch * steps * sum(math.prod(w.shape) for w in kernels)
+
+
+def measure(bench: Bench, layer: keras.layers.Layer, x: tf.Tensor, args) -> Row:
+    """Build the two functions of the (built) layer once, then time them."""
+    optimizer = keras.optimizers.Adam(1e-3)
+    optimizer.build(layer.trainable_variables)
+
+    def forward(x):
+        return layer(x, training=False)
+
+    def train_step(x):
+        with tf.GradientTape() as tape:
+            loss = keras.ops.mean(keras.ops.square(layer(x, training=True)))
+        grads = tape.gradient(loss, layer.trainable_variables)
+        optimizer.apply(grads, layer.trainable_variables)
+        return loss
+
+    times = {}
+    traces = 0
+    for key, python_function in (("fwd", forward), ("train", train_step)):
+        function = tf.function(python_function, jit_compile=args.outer_jit)
+        function(x)  # trace and compile outside the timed loop
+        traced = function.experimental_get_tracing_count()
+        times[key] = time_call(function, x, args.warmup, args.repeats)
+        if function.experimental_get_tracing_count() != traced:
+            raise RuntimeError(f"{bench.label}: the {key} function retraced while being timed")
+        traces += traced
+    path = layer.path() if isinstance(layer, keras_rnncells.RNN) else "keras"
+    return Row(
+        layer=bench.label,
+        path=path,
+        plain=bench.plain,
+        params=layer.count_params(),
+        flops=matmul_flops(layer, *x.shape[:2]),
+        fwd_ms=times["fwd"],
+        train_ms=times["train"],
+        traces=traces,
+    )
+
+
+def derive(rows: list[Row], peak: float) -> None:
+    """Fill the ratios from the rows measured in this run."""
+    by_label = {row.layer: row for row in rows}
+    reference = by_label[REFERENCE]
+    for row in rows:
+        row.fwd_vs_gru = row.fwd_ms / reference.fwd_ms
+        row.train_vs_gru = row.train_ms / reference.train_ms
+        row.fwd_gflops = row.flops / row.fwd_ms / 1e6
+        row.train_gflops = 3 * row.flops / row.train_ms / 1e6
+        row.train_pct_peak = 100 * row.train_gflops / peak
+        if row.plain in by_label:
+            plain = by_label[row.plain]
+            row.fwd_speedup = plain.fwd_ms / row.fwd_ms
+            row.train_speedup = plain.train_ms / row.train_ms
+
+
+# -- goals ---------------------------------------------------------------------------
+def goals(rows: list[Row]) -> list[Goal]:
+    """The issue's goals that the selected rows can check."""
+    by_label = {row.layer: row for row in rows}
+    result = []
+    for label in ("rnncells.MGU", "rnncells.MGU(reset_after=True)"):
+        if label in by_label:
+            row = by_label[label]
+            result.append(
+                Goal(
+                    f"{label}: forward <= 0.40x and train <= 0.50x of {REFERENCE}",
+                    f"{row.fwd_vs_gru:.2f}x / {row.train_vs_gru:.2f}x",
+                    row.fwd_vs_gru <= 0.40 and row.train_vs_gru <= 0.50,
+                )
+            )
+    if "rnncells.GRU" in by_label:
+        row = by_label["rnncells.GRU"]
+        result.append(
+            Goal(
+                f"rnncells.GRU ({row.path}): at least as fast as {REFERENCE}",
+                f"{row.fwd_vs_gru:.2f}x / {row.train_vs_gru:.2f}x",
+                row.fwd_vs_gru <= 1.0 and row.train_vs_gru <= 1.0,
+            )
+        )
+    for row in rows:
+        if row.layer.startswith("rnncells.RNN(") and row.fwd_speedup is not None:
+            result.append(
+                Goal(
+                    f"{row.layer} ({row.path}): >= 2x faster than plain keras.layers.RNN",
+                    f"{row.fwd_speedup:.2f}x / {row.train_speedup:.2f}x",
+                    row.fwd_speedup >= 2.0 and row.train_speedup >= 2.0,
+                )
+            )
+    mufuru, mgu = by_label.get("rnncells.RNN(mufuru)"), by_label.get("rnncells.RNN(mgu)")
+    if mufuru is not None and mgu is not None:
+        ratio = mufuru.train_ms / mgu.train_ms
+        result.append(Goal("MuFuRU train step <= 4.5x MGU's", f"{ratio:.2f}x", ratio <= 4.5))
+    return result
+
+
+# -- output ---------------------------------------------------------------------------
+COLUMNS = (
+    "layer",
+    "params",
+    "fwd ms",
+    "train ms",
+    "fwd vs Keras GRU",
+    "train vs Keras GRU",
+    "fwd GFLOP/s",
+    "train GFLOP/s",
+    "% of peak (train)",
+    "vs plain keras.layers.RNN (fwd/train)",
+)
+
+
+def table_line(row: Row) -> str:
+    speedup = (
+        "—" if row.fwd_speedup is None else f"{row.fwd_speedup:.2f}x / {row.train_speedup:.2f}x"
+    )
+    cells = (
+        row.layer,
+        f"{row.params:,}",
+        f"{row.fwd_ms:.2f}",
+        f"{row.train_ms:.2f}",
+        f"{row.fwd_vs_gru:.2f}x",
+        f"{row.train_vs_gru:.2f}x",
+        f"{row.fwd_gflops:.3g}",
+        f"{row.train_gflops:.3g}",
+        f"{row.train_pct_peak:.1f}",
+        speedup,
+    )
+    return "| " + " | ".join(cells) + " |"
+
+
+def report(
+    args: argparse.Namespace,
+    peak: float,
+    rows: list[Row],
+    goals_: list[Goal],
+    skipped: dict[str, str],
+) -> str:
+    paths = sorted({row.path for row in rows if row.path != "keras"})
+    lines = [
+        f"Shape: batch {args.batch}, steps {args.steps}, input {args.input}, units "
+        f"{args.units}, {args.dtype}; outer jit_compile={args.outer_jit}; median of "
+        f"{args.repeats} calls after {args.warmup} warm-up call(s).",
+        f"Peak: {peak:.1f} GFLOP/s ({PEAK_SIZE[args.quick]}² @ {PEAK_SIZE[args.quick]}² "
+        f"{args.dtype} matmul, same run).",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "|".join("---" if i == 0 else "---:" for i in range(len(COLUMNS))) + "|",
+        *(table_line(row) for row in rows),
+        "",
+        f"{FLOPS_NOTE} Our layers ran on path(s): {', '.join(paths) or 'none'}.",
+        *(
+            f"Skipped {label} (cannot be built at this shape): {why}"
+            for label, why in skipped.items()
+        ),
+        "",
+        "Goals (forward / train where two numbers):",
+        *(f"- {'PASS' if g.passed else 'FAIL'}: {g.text}: {g.measured}" for g in goals_),
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    """Run the benchmark, print the table; returns what ``--json`` saves."""
+    args = parse_args(argv)
+    peak = peak_gflops(PEAK_SIZE[args.quick], args.dtype, args.warmup, args.repeats, args.outer_jit)
+    x = tf.random.normal((args.batch, args.steps, args.input), dtype=args.dtype)
+    rows, skipped = [], {}
+    for bench in benches(args):
+        layer = bench.build()
+        try:
+            layer.build(tuple(x.shape))
+        except ValueError as error:  # a cell that cannot take this shape
+            skipped[bench.label] = str(error)
+            continue
+        rows.append(measure(bench, layer, x, args))
+    derive(rows, peak)
+    goals_ = goals(rows)
+    print(report(args, peak, rows, goals_, skipped))
+    result = {
+        "config": {k: v for k, v in vars(args).items() if k != "json"},
+        "peak_gflops": peak,
+        "flops_note": FLOPS_NOTE,
+        "rows": [asdict(row) for row in rows],
+        "goals": [asdict(goal) for goal in goals_],
+        "skipped": skipped,
+    }
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump(result, file, indent=2)
+    return result
+
+
+if __name__ == "__main__":
+    main()
