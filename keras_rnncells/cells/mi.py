@@ -31,7 +31,7 @@ class MultiplicativeIntegration(DenseGatesCell):
     with learned gating vectors ``α, β₁, β₂`` of ``width = blocks × units``.
     ``α = 0, β₁ = β₂ = 1`` is the additive cell. The right-hand form is what
     runs: both brackets are input-side, so ``project_inputs`` computes them
-    (each projected block is ``[α⊙Wx + β₁ | β₂⊙Wx + b]``, 2 units wide) and
+    (each projected block is the pair ``(α⊙Wx + β₁, β₂⊙Wx + b)``) and
     ``combine`` is one multiply-add per step.
 
     Mixed in front of a dense-gate cell (``class C(MultiplicativeIntegration,
@@ -78,12 +78,11 @@ class MultiplicativeIntegration(DenseGatesCell):
             offset = offset + self.input_bias
         count = len(self.blocks)
         return tuple(
-            ops.concatenate([s, o], axis=-1)
-            for s, o in zip(ops.split(scale, count, axis=-1), ops.split(offset, count, axis=-1))
+            zip(ops.split(scale, count, axis=-1), ops.split(offset, count, axis=-1), strict=True)
         )
 
     def combine(self, projected, recurrent):
-        scale, offset = ops.split(projected, 2, axis=-1)
+        scale, offset = projected
         return scale * recurrent + offset
 
     def cudnn_compatible(self) -> bool:

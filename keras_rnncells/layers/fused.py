@@ -84,6 +84,12 @@ def bound(cell, recorder, recurrent_mask):
         cell._matmul_recorder = outer
 
 
+def packed(template, tensors):
+    """``tensors`` (flat) in the structure ``project_inputs`` returned, given
+    as ``template``: that structure with leaf indices for leaves."""
+    return tree.map_structure(lambda i: tensors[i], template)
+
+
 def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, training):
     """One step with ``keras.layers.RNN``'s mask semantics: a masked step keeps
     the states and emits the previous output (zeros with zero_output_for_mask)."""
@@ -98,7 +104,7 @@ def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, train
 def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
     """The forward loop; returns (last_output, outputs, states) and, if
     ``record``, the per-step tensors the backward loop needs."""
-    training, zero_output_for_mask, return_sequences = flags
+    training, zero_output_for_mask, return_sequences, template = flags
     steps = tf.shape(projected[0])[0]
     batch = tf.shape(states[0])[0]
     zeros = tf.zeros((batch, cell.output_size), states[0].dtype)
@@ -108,7 +114,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape) for x in tensors]
 
     with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
-        cell.step(tuple(p[0] for p in projected), list(states), training)
+        cell.step(packed(template, [p[0] for p in projected]), list(states), training)
     saved = ([], [], [], [])  # states before each step, previous outputs, matmul in, matmul out
     if record:
         saved = (
@@ -123,7 +129,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
         with bound(cell, MatmulRecorder(kernels=probe.kernels), recurrent_mask) as recorder:
             output, new_states = masked_step(
                 cell,
-                tuple(p[t] for p in projected),
+                packed(template, [p[t] for p in projected]),
                 states,
                 prev_output,
                 keep,
@@ -162,7 +168,7 @@ def forward(cell, projected, states, mask, recurrent_mask, flags, record):
 
 @tf.function(jit_compile=True, autograph=False)
 def backward(cell, projected, states0, saved, upstream, variables, mask, recurrent_mask, flags):
-    training, zero_output_for_mask, return_sequences = flags
+    training, zero_output_for_mask, return_sequences, template = flags
     if saved is None:  # the forward ran without recording (training=False)
         _, saved = run_forward(cell, projected, states0, mask, recurrent_mask, flags, True)
     saved_states, saved_prev_outputs, matmul_inputs, matmul_outputs = saved
@@ -175,25 +181,33 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape[1:]) for x in tensors]
 
     with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
-        cell.step(tuple(p[0] for p in projected), [s[0] for s in saved_states], training)
+        cell.step(
+            packed(template, [p[0] for p in projected]), [s[0] for s in saved_states], training
+        )
 
     def body(i, g_states, g_carry, g_vars, d_projected, d_matmuls):
         t = steps - 1 - i
-        px = tuple(p[t] for p in projected)
+        px = [p[t] for p in projected]
         states = [s[t] for s in saved_states]
         prev = [saved_prev_outputs[0][t]] if carries_output else []
         keep = None if mask is None else mask[t][:, None]
         with tf.GradientTape(watch_accessed_variables=False) as tape:
-            tape.watch([list(px), states, prev, variables])
+            tape.watch([px, states, prev, variables])
             recorder = MatmulRecorder([m[t] for m in matmul_outputs], tape, probe.kernels)
             with bound(cell, recorder, recurrent_mask):
                 output, new_states = masked_step(
-                    cell, px, states, (prev or [None])[0], keep, zero_output_for_mask, training
+                    cell,
+                    packed(template, px),
+                    states,
+                    (prev or [None])[0],
+                    keep,
+                    zero_output_for_mask,
+                    training,
                 )
         g_output = g_carry + d_outputs[t] if return_sequences else g_carry
         g_px, g_states, g_prev, g_matmuls, g_step_vars = tape.gradient(
             [output, *new_states],
-            [list(px), states, prev, recorder.outputs, variables],
+            [px, states, prev, recorder.outputs, variables],
             output_gradients=[g_output, *g_states],
             unconnected_gradients=tf.UnconnectedGradients.ZERO,
         )
@@ -249,15 +263,17 @@ def fused_recurrence(
     zero_output_for_mask: bool,
     return_sequences: bool,
 ) -> tuple:
-    """Run ``cell`` over time-major projected inputs; differentiable.
+    """Run ``cell`` over time-major projected inputs (the structure
+    ``cell.step_inputs`` returned: a tuple of tensors, possibly nested);
+    differentiable.
 
     Returns ``(last_output, outputs, final_states)`` with ``outputs`` of shape
     (T, B, output_size), or (1, B, output_size) without ``return_sequences``.
     """
-    flags = (bool(training), bool(zero_output_for_mask), bool(return_sequences))
-    result = differentiable_recurrence(
-        cell, tuple(projected), tuple(states), mask, recurrent_mask, flags
-    )
+    flat = tuple(tree.flatten(projected))
+    template = tree.pack_sequence_as(projected, list(range(len(flat))))
+    flags = (bool(training), bool(zero_output_for_mask), bool(return_sequences), template)
+    result = differentiable_recurrence(cell, flat, tuple(states), mask, recurrent_mask, flags)
     last_output, outputs, *final_states = tree.flatten(result)
     return last_output, outputs, final_states
 

@@ -184,7 +184,7 @@ class RNN(keras.layers.RNN):
         if mask is not None:
             mask = ops.transpose(mask, (1, 0))
         if self.go_backwards:
-            projected = tuple(ops.flip(p, axis=0) for p in projected)
+            projected = tree.map_structure(lambda p: ops.flip(p, axis=0), projected)
             mask = None if mask is None else ops.flip(mask, axis=0)
         recurrent_mask = cell.get_recurrent_dropout_mask(initial_state[0]) if training else None
         last_output, outputs, states = fused_recurrence(
