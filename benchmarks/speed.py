@@ -9,10 +9,11 @@ For every registered cell (``keras_rnncells.RNN`` over it, implementation
   ``tf.function`` (as ``model.fit`` runs it: not XLA-compiled at the outer
   level unless ``--outer-jit``).
 
-Each function is built once per layer, warmed up, then called ``--repeats``
-times; a repeat is one call timed with ``time.perf_counter`` up to the result's
-``.numpy()``, and the table shows the median. A retrace inside the timed loop is
-an error. The goals of the issue are printed under the table as PASS/FAIL.
+Each function is built once per layer and warmed up; then ``--repeats``
+rounds each call every function once (round robin, so a drift of the machine's
+speed affects every layer alike), each call timed with ``time.perf_counter`` up
+to the result's ``.numpy()``; the table shows the medians. A retrace inside the
+timed rounds is an error. The goals of the issue are printed under the table as PASS/FAIL.
 
 Usage (from the repository root, with the package importable)::
 
@@ -30,7 +31,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -178,16 +179,18 @@ def benches(args: argparse.Namespace) -> list[Bench]:
 
 
 # -- measuring ---------------------------------------------------------------------------
-def time_call(function: Callable, x: tf.Tensor, warmup: int, repeats: int) -> float:
-    """Median wall time of ``function(x)`` in ms, each call up to ``.numpy()``."""
+def time_call(function: Callable, x: tf.Tensor) -> float:
+    """Wall time of one ``function(x)`` call in ms, up to ``.numpy()``."""
+    start = time.perf_counter()
+    function(x).numpy()
+    return 1e3 * (time.perf_counter() - start)
+
+
+def median_time(function: Callable, x: tf.Tensor, warmup: int, repeats: int) -> float:
+    """Median wall time of ``function(x)`` in ms over ``repeats`` calls."""
     for _ in range(warmup):
         function(x).numpy()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function(x).numpy()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+    return statistics.median(time_call(function, x) for _ in range(repeats))
 
 
 def peak_gflops(size: int, dtype: str, warmup: int, repeats: int, outer_jit: bool) -> float:
@@ -195,7 +198,7 @@ def peak_gflops(size: int, dtype: str, warmup: int, repeats: int, outer_jit: boo
     a = tf.random.normal((size, size), dtype=dtype)
     b = tf.random.normal((size, size), dtype=dtype)
     matmul = tf.function(lambda a: tf.reduce_sum(tf.matmul(a, b)), jit_compile=outer_jit)
-    return 2 * size**3 / time_call(matmul, a, max(warmup, 1), repeats) / 1e6
+    return 2 * size**3 / median_time(matmul, a, max(warmup, 1), repeats) / 1e6
 
 
 def matmul_flops(layer: keras.layers.Layer, batch: int, steps: int) -> int:
@@ -203,8 +206,19 @@ def matmul_flops(layer: keras.layers.Layer, batch: int, steps: int) -> int:
     return 2 * batch * steps * sum(math.prod(w.shape) for w in kernels)
 
 
-def measure(bench: Bench, layer: keras.layers.Layer, x: tf.Tensor, args) -> Row:
-    """Build the two functions of the (built) layer once, then time them."""
+@dataclass
+class Timed:
+    """A built layer and its two traced functions, timed round by round."""
+
+    bench: Bench
+    layer: keras.layers.Layer
+    functions: dict[str, Callable]
+    traced: int
+    times: dict[str, list[float]] = field(default_factory=lambda: {"fwd": [], "train": []})
+
+
+def prepare(bench: Bench, layer: keras.layers.Layer, x: tf.Tensor, args) -> Timed:
+    """Build the two functions of the (built) layer once, traced and warmed up."""
     optimizer = keras.optimizers.Adam(1e-3)
     optimizer.build(layer.trainable_variables)
 
@@ -218,25 +232,38 @@ def measure(bench: Bench, layer: keras.layers.Layer, x: tf.Tensor, args) -> Row:
         optimizer.apply(grads, layer.trainable_variables)
         return loss
 
-    times = {}
-    traces = 0
+    functions = {}
     for key, python_function in (("fwd", forward), ("train", train_step)):
         function = tf.function(python_function, jit_compile=args.outer_jit)
-        function(x)  # trace and compile outside the timed loop
-        traced = function.experimental_get_tracing_count()
-        times[key] = time_call(function, x, args.warmup, args.repeats)
-        if function.experimental_get_tracing_count() != traced:
-            raise RuntimeError(f"{bench.label}: the {key} function retraced while being timed")
-        traces += traced
-    path = layer.path() if isinstance(layer, keras_rnncells.RNN) else "keras"
+        for _ in range(1 + args.warmup):  # trace and compile, then warm up
+            function(x).numpy()
+        functions[key] = function
+    traced = sum(f.experimental_get_tracing_count() for f in functions.values())
+    return Timed(bench, layer, functions, traced)
+
+
+def time_round_robin(timed: list[Timed], x: tf.Tensor, repeats: int) -> None:
+    """``repeats`` rounds, each timing every function once: a drift of the
+    machine's speed during the run then affects every layer alike."""
+    for _ in range(repeats):
+        for entry in timed:
+            for key, function in entry.functions.items():
+                entry.times[key].append(time_call(function, x))
+
+
+def row(entry: Timed, x: tf.Tensor) -> Row:
+    traces = sum(f.experimental_get_tracing_count() for f in entry.functions.values())
+    if traces != entry.traced:
+        raise RuntimeError(f"{entry.bench.label}: a function retraced while being timed")
+    layer = entry.layer
     return Row(
-        layer=bench.label,
-        path=path,
-        plain=bench.plain,
+        layer=entry.bench.label,
+        path=layer.path() if isinstance(layer, keras_rnncells.RNN) else "keras",
+        plain=entry.bench.plain,
         params=layer.count_params(),
         flops=matmul_flops(layer, *x.shape[:2]),
-        fwd_ms=times["fwd"],
-        train_ms=times["train"],
+        fwd_ms=statistics.median(entry.times["fwd"]),
+        train_ms=statistics.median(entry.times["train"]),
         traces=traces,
     )
 
@@ -342,7 +369,7 @@ def report(
     lines = [
         f"Shape: batch {args.batch}, steps {args.steps}, input {args.input}, units "
         f"{args.units}, {args.dtype}; outer jit_compile={args.outer_jit}; median of "
-        f"{args.repeats} calls after {args.warmup} warm-up call(s).",
+        f"{args.repeats} round-robin rounds after {args.warmup} warm-up call(s).",
         f"Peak: {peak:.1f} GFLOP/s ({PEAK_SIZE[args.quick]}² @ {PEAK_SIZE[args.quick]}² "
         f"{args.dtype} matmul, same run).",
         "",
@@ -367,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     peak = peak_gflops(PEAK_SIZE[args.quick], args.dtype, args.warmup, args.repeats, args.outer_jit)
     x = tf.random.normal((args.batch, args.steps, args.input), dtype=args.dtype)
-    rows, skipped = [], {}
+    timed, skipped = [], {}
     for bench in benches(args):
         layer = bench.build()
         try:
@@ -375,7 +402,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         except ValueError as error:  # a cell that cannot take this shape
             skipped[bench.label] = str(error)
             continue
-        rows.append(measure(bench, layer, x, args))
+        timed.append(prepare(bench, layer, x, args))
+    time_round_robin(timed, x, args.repeats)
+    rows = [row(entry, x) for entry in timed]
     derive(rows, peak)
     goals_ = goals(rows)
     print(report(args, peak, rows, goals_, skipped))
