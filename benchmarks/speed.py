@@ -392,6 +392,9 @@ def report(
 def main(argv: Sequence[str] | None = None) -> dict:
     """Run the benchmark, print the table; returns what ``--json`` saves."""
     args = parse_args(argv)
+    # One tf.function pair per layer is by design; TensorFlow's retracing
+    # heuristic would warn about it (a real retrace is checked in `row`).
+    tf.get_logger().setLevel("ERROR")
     peak = peak_gflops(PEAK_SIZE[args.quick], args.dtype, args.warmup, args.repeats, args.outer_jit)
     x = tf.random.normal((args.batch, args.steps, args.input), dtype=args.dtype)
     timed, skipped = [], {}
