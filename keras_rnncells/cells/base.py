@@ -336,29 +336,13 @@ class DenseGatesCell(AbstractRNNCell):
                 f"{type(self).__name__} needs a known input feature size (last "
                 f"axis), received input shape {tuple(input_shape)}"
             )
-        self.kernel = self.add_weight(
-            shape=self.kernel_shape(input_dim),
-            name="kernel",
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
-        self.recurrent_kernel = self.add_weight(
-            shape=self.recurrent_kernel_shape(),
-            name="recurrent_kernel",
-            initializer=self.recurrent_initializer,
-            regularizer=self.recurrent_regularizer,
-            constraint=self.recurrent_constraint,
+        self.kernel = self.add_weight_like("kernel", "kernel", self.kernel_shape(input_dim))
+        self.recurrent_kernel = self.add_weight_like(
+            "recurrent", "recurrent_kernel", self.recurrent_kernel_shape()
         )
         self.bias = None
         if self.use_bias:
-            self.bias = self.add_weight(
-                shape=self.bias_shape(),
-                name="bias",
-                initializer=self.bias_init,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
+            self.bias = self.add_weight_like("bias", "bias", self.bias_shape(), self.bias_init)
         if self.layer_norm:
             self.input_norm_gain, self.input_norm_bias = self.add_layer_norm_weights(
                 "input", self.kernel.shape[-1]
@@ -367,6 +351,20 @@ class DenseGatesCell(AbstractRNNCell):
                 "recurrent", self.recurrent_kernel.shape[-1]
             )
         self.built = True
+
+    def add_weight_like(
+        self, role: str, name: str, shape: tuple, initializer: Any = None
+    ) -> keras.Variable:
+        """A weight named ``name`` initialized, regularized and constrained as
+        ``kernel``, ``recurrent_kernel`` or ``bias`` are (``role``: "kernel",
+        "recurrent" or "bias"); ``initializer`` overrides the role's."""
+        return self.add_weight(
+            shape=shape,
+            name=name,
+            initializer=initializer or getattr(self, f"{role}_initializer"),
+            regularizer=getattr(self, f"{role}_regularizer"),
+            constraint=getattr(self, f"{role}_constraint"),
+        )
 
     def add_layer_norm_weights(self, side: str, width: int) -> tuple:
         """The gain (ones) and bias (zeros) of one layer normalization."""

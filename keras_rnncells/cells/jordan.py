@@ -67,22 +67,12 @@ class JordanRNNCell(DenseGatesCell):
 
     def build(self, input_shape) -> None:
         super().build(input_shape)
-        self.output_kernel = self.add_weight(
-            shape=(self.units, self.output_units),
-            name="output_kernel",
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
+        self.output_kernel = self.add_weight_like(
+            "kernel", "output_kernel", (self.units, self.output_units)
         )
         self.output_bias = None
         if self.use_bias:
-            self.output_bias = self.add_weight(
-                shape=(self.output_units,),
-                name="output_bias",
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
+            self.output_bias = self.add_weight_like("bias", "output_bias", (self.output_units,))
 
     def step(self, projected, states, training=False):
         (x_h,) = projected

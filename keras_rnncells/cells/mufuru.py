@@ -171,21 +171,11 @@ class MuFuRUCell(DenseGatesCell):
         self.operation_kernel = self.operation_bias = None
         if self.controller_units:
             width = len(self.operations) * self.units
-            self.operation_kernel = self.add_weight(
-                shape=(self.controller_units, width),
-                name="operation_kernel",
-                initializer=self.kernel_initializer,
-                regularizer=self.kernel_regularizer,
-                constraint=self.kernel_constraint,
+            self.operation_kernel = self.add_weight_like(
+                "kernel", "operation_kernel", (self.controller_units, width)
             )
             if self.use_bias:
-                self.operation_bias = self.add_weight(
-                    shape=(width,),
-                    name="operation_bias",
-                    initializer=self.bias_initializer,
-                    regularizer=self.bias_regularizer,
-                    constraint=self.bias_constraint,
-                )
+                self.operation_bias = self.add_weight_like("bias", "operation_bias", (width,))
 
     def project_inputs(self, inputs: Tensor) -> tuple:
         """``(x_r, x_v, x_s)``: the input parts of r, v and the selector (the

@@ -100,12 +100,8 @@ class SCRNCell(DenseGatesCell):
 
     def build(self, input_shape) -> None:
         super().build(input_shape)
-        self.context_kernel = self.add_weight(
-            shape=(self.context_units, self.units),
-            name="context_kernel",
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
+        self.context_kernel = self.add_weight_like(
+            "kernel", "context_kernel", (self.context_units, self.units)
         )
         if self.learn_alpha:
             self.alpha_logit = self.add_weight(
