@@ -24,6 +24,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 from keras import ops, tree
+from keras.src.backend.common.stateless_scope import in_stateless_scope  # no public name
 
 from keras_rnncells.cells.base import AbstractRNNCell
 from keras_rnncells.layers.fused import fused_recurrence
@@ -159,7 +160,10 @@ class RNN(keras.layers.RNN):
         if tree.is_nested(mask):
             mask = mask[0]
         path = self.path()
-        if path == "generic":
+        if path == "generic" or in_stateless_scope():
+            # Keras' shape inference (and `stateless_call`) reads variables
+            # through a StatelessScope: a compiled loop traced there would keep
+            # those stand-in values for good. Keras' loop is traced afresh.
             return super().inner_loop(sequences, initial_state, mask, training=training)
         # Stateful layers pass their state variables: read them as tensors.
         initial_state = [

@@ -200,3 +200,27 @@ def test_fit_learns(jit_compile, rng):
     losses = history.history["loss"]
     assert np.all(np.isfinite(losses))
     assert losses[-1] < 0.3 * losses[0], losses
+
+
+class Wrapping(keras.layers.Layer):
+    """A layer without ``build``: Keras builds it by running ``call`` on
+    symbolic inputs, under a StatelessScope that lends variables stand-in
+    values."""
+
+    def __init__(self, implementation, **kwargs):
+        super().__init__(**kwargs)
+        self.rnn = krc.GRU(UNITS, return_sequences=True, implementation=implementation)
+
+    def call(self, sequences):
+        return self.rnn(sequences)
+
+
+def test_built_inside_a_symbolic_run_reads_its_variables(sequences):
+    fused, generic = Wrapping("fused"), Wrapping("generic")
+    fused(sequences)
+    generic(sequences)
+    generic.set_weights(fused.get_weights())
+    np.testing.assert_allclose(fused(sequences), generic(sequences), atol=1e-5)
+    fused.rnn.cell.recurrent_kernel.assign(np.zeros((UNITS, 3 * UNITS)))  # still read live
+    generic.rnn.cell.recurrent_kernel.assign(np.zeros((UNITS, 3 * UNITS)))
+    np.testing.assert_allclose(fused(sequences), generic(sequences), atol=1e-5)
