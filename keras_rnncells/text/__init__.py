@@ -1,0 +1,35 @@
+"""In-graph tokenization (tensorflow-text): tokenizer layers and vocabularies."""
+
+from keras_rnncells.text.tokenizers import (
+    UNK_TEXT,
+    CharTokenizer,
+    Tokenizer,
+    WordPieceTokenizer,
+)
+from keras_rnncells.text.vocabulary import (
+    END,
+    END_ID,
+    PAD,
+    PAD_ID,
+    SPECIAL_TOKENS,
+    START,
+    START_ID,
+    UNK,
+    UNK_ID,
+)
+
+__all__ = [
+    "END",
+    "END_ID",
+    "PAD",
+    "PAD_ID",
+    "SPECIAL_TOKENS",
+    "START",
+    "START_ID",
+    "UNK",
+    "UNK_ID",
+    "UNK_TEXT",
+    "CharTokenizer",
+    "Tokenizer",
+    "WordPieceTokenizer",
+]
