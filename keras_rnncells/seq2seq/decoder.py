@@ -1,0 +1,221 @@
+"""The decoder: a vector (and a memory to attend to) to a token sequence."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from keras_rnncells.cells.base import as_state_list, check_positive_int
+from keras_rnncells.layers.rnn import RNN
+from keras_rnncells.seq2seq.attention import SCORES, Attention
+from keras_rnncells.seq2seq.encoder import make_cell
+
+
+@keras.saving.register_keras_serializable(package="keras_rnncells")
+class Decoder(keras.layers.Layer):
+    """Generates tokens, one step at a time, each step prompted by the previous token.
+
+    At step t the cell reads x_t = [E y_{t-1}; p]: the embedding of the
+    previous token and, optionally, a prompt p held fixed over the sequence
+    (a color for a decoder that describes colors). Its initial state is
+    ``tanh(W_i v + b_i)`` for each state tensor i of the cell, from a vector v
+    (``summary``: an encoder's summary of the source), or zeros without one.
+    With ``attention`` (a score of ``Attention``: ``"dot"``, ``"general"``,
+    ``"concat"``) the output h_t attends to a memory (an encoder's outputs) and
+    the logits read Luong et al.'s attentional state h~_t = tanh(W_c [c_t; h_t]);
+    otherwise they read h_t.
+
+    Attention sits on top of the recurrence (Luong et al.'s global attention,
+    without input feeding), so in training with teacher forcing the recurrence
+    runs over the whole target on the fast ``RNN`` paths (fused, cuDNN) and
+    attention over every step at once: Keras 3's ``RNN`` has no
+    ``constants=``, and nothing here needs it. ``step`` runs one step for
+    decoding (greedy or beam search).
+
+    ``scheduled_sampling=True`` (Bengio et al. 2015, "Scheduled sampling for
+    sequence prediction with recurrent neural networks") feeds, in training,
+    each step a token sampled from the model's own previous prediction with
+    probability ``sampling_probability`` (a variable, 0 at first; the
+    ``ScheduledSampling`` callback raises it over training) and the true
+    previous token otherwise. That loop runs step by step.
+
+    ``call(target_in, summary=None, memory=None, memory_mask=None,
+    prompt=None)`` takes the teacher-forced input tokens ``(B, T)`` (the target
+    shifted right behind a start token) and returns logits ``(B, T, V)``.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size: int,
+        embedding_dim: int = 64,
+        cell: str = "gru",
+        units: int = 128,
+        attention: str | None = None,
+        attention_units: int | None = None,
+        scheduled_sampling: bool = False,
+        cell_options: dict | None = None,
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
+        self.embedding_dim = check_positive_int("embedding_dim", embedding_dim)
+        self.units = check_positive_int("units", units)
+        if attention is not None and attention not in SCORES:
+            raise ValueError(
+                f"Argument `attention` must be None or one of {SCORES}, received: {attention!r}"
+            )
+        self.cell_name = cell
+        self.cell_options = dict(cell_options or {})
+        self.attention_score = attention
+        self.attention_units = attention_units
+        self.scheduled_sampling = bool(scheduled_sampling)
+        self.seed = seed
+        self.embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")
+        self.rnn = RNN(make_cell(cell, units, cell_options), return_sequences=True, name="rnn")
+        self.cell = self.rnn.cell
+        sizes = self.cell.state_size
+        self.bridges = [
+            keras.layers.Dense(size, activation="tanh", name=f"bridge_{i}")
+            for i, size in enumerate(sizes if isinstance(sizes, (list, tuple)) else [sizes])
+        ]
+        self.attention = None
+        if attention is not None:
+            self.attention = Attention(attention, attention_units, name="attention")
+            self.attentional = keras.layers.Dense(
+                units, activation="tanh", use_bias=False, name="attentional"
+            )
+        self.projection = keras.layers.Dense(vocabulary_size, name="logits")
+        self.sampling_probability = self.add_weight(
+            name="sampling_probability", shape=(), initializer="zeros", trainable=False
+        )
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    # -- pieces shared by training and decoding ---------------------------------
+    def initial_state(self, batch_size, summary=None) -> list:
+        if summary is None:
+            return as_state_list(self.cell.get_initial_state(batch_size))
+        return [bridge(summary) for bridge in self.bridges]
+
+    def features(self, tokens, prompt=None):
+        """x = [E y; p], for one step ``(N,)`` or a sequence ``(B, T)`` of tokens."""
+        x = self.embedding(tokens)
+        if prompt is None:
+            return x
+        prompt = ops.cast(prompt, x.dtype)
+        if len(x.shape) == 3:
+            prompt = ops.broadcast_to(prompt[:, None, :], (*ops.shape(x)[:2], prompt.shape[-1]))
+        return ops.concatenate([x, prompt], axis=-1)
+
+    def readout(self, outputs, memory=None, memory_mask=None, keys=None):
+        """Logits from the cell's outputs (one step or all), through attention."""
+        if self.attention is not None:
+            if memory is None:
+                raise ValueError(
+                    f"Decoder with attention={self.attention_score!r} needs `memory` "
+                    "(the encoder outputs, shape (batch, source steps, features))"
+                )
+            context, _ = self.attention(outputs, memory, memory_mask, keys=keys)
+            outputs = self.attentional(ops.concatenate([context, outputs], axis=-1))
+        return self.projection(outputs)
+
+    def step(self, tokens, states, memory=None, memory_mask=None, prompt=None, keys=None):
+        """One decoding step (inference): ``(logits (N, V), new_states)``."""
+        output, states = self.cell(self.features(tokens, prompt), states, training=False)
+        return self.readout(output, memory, memory_mask, keys), as_state_list(states)
+
+    # -- training -----------------------------------------------------------------
+    def call(
+        self, target_in, summary=None, memory=None, memory_mask=None, prompt=None, training=None
+    ):
+        states = self.initial_state(ops.shape(target_in)[0], summary)
+        if self.scheduled_sampling and training:
+            return self.sampled_logits(target_in, states, memory, memory_mask, prompt)
+        outputs = self.rnn(
+            self.features(target_in, prompt), initial_state=states, training=training
+        )
+        return self.readout(outputs, memory, memory_mask)
+
+    def sampled_logits(self, target_in, states, memory, memory_mask, prompt):
+        """Teacher forcing where each step's input token is, with probability
+        ``sampling_probability``, sampled from the previous step's prediction."""
+        batch, steps = ops.shape(target_in)[0], ops.shape(target_in)[1]
+        keys = None if self.attention is None else self.attention.keys(memory)
+        # Draw the cell's dropout masks once, outside the loop (one per sequence).
+        cell = self.cell
+        first = self.features(target_in[:, 0], prompt)
+        if cell.dropout > 0:
+            cell.get_dropout_mask(first)
+        masks = cell.get_recurrent_dropout_mask(states[0])
+
+        def body(t, previous_logits, states, logits):
+            sampled = ops.cast(
+                keras.random.categorical(previous_logits, 1, seed=self.seed_generator)[:, 0],
+                target_in.dtype,
+            )
+            draw = keras.random.uniform((batch,), seed=self.seed_generator)
+            use_model = ops.logical_and(t > 0, draw < self.sampling_probability)
+            tokens = ops.where(use_model, sampled, target_in[:, t])
+            x = self.features(tokens, prompt)
+            if cell.dropout > 0:
+                x = x * cell.get_dropout_mask(x)
+            with cell.recurrent_masks_bound(masks):
+                output, states = cell.step(cell.step_inputs(x, True), states, True)
+            step_logits = self.readout(output, memory, memory_mask, keys)
+            return t + 1, step_logits, as_state_list(states), logits.write(t, step_logits)
+
+        logits = tf.TensorArray(self.compute_dtype, size=steps)
+        start = ops.zeros((batch, self.vocabulary_size), self.compute_dtype)
+        _, _, _, logits = tf.while_loop(
+            lambda t, *_: t < steps, body, (tf.constant(0), start, states, logits)
+        )
+        cell.reset_dropout_mask()
+        return ops.transpose(logits.stack(), (1, 0, 2))
+
+    def get_config(self) -> dict:
+        return {
+            **super().get_config(),
+            "vocabulary_size": self.vocabulary_size,
+            "embedding_dim": self.embedding_dim,
+            "cell": self.cell_name,
+            "units": self.units,
+            "attention": self.attention_score,
+            "attention_units": self.attention_units,
+            "scheduled_sampling": self.scheduled_sampling,
+            "cell_options": self.cell_options,
+            "seed": self.seed,
+        }
+
+
+def inverse_sigmoid_decay(step: int, k: float) -> float:
+    """Bengio et al. 2015's ε_i = k / (k + exp(i / k)): the probability of
+    feeding the true token at training step i (k >= 1 sets the speed)."""
+    return k / (k + math.exp(min(step / k, 700.0)))
+
+
+class ScheduledSampling(keras.callbacks.Callback):
+    """Sets ``sampling_probability = 1 - ε_i`` of every ``Decoder`` with
+    ``scheduled_sampling=True`` in the model before each training batch, i the
+    optimizer's step count (so a resumed run continues the schedule)."""
+
+    def __init__(self, k: float = 1000.0) -> None:
+        super().__init__()
+        if not k >= 1:
+            raise ValueError(f"Argument `k` must be a number >= 1, received: {k!r}")
+        self.k = float(k)
+
+    def decoders(self) -> list[Decoder]:
+        layers = self.model._flatten_layers(include_self=False)
+        return [
+            layer for layer in layers if isinstance(layer, Decoder) and layer.scheduled_sampling
+        ]
+
+    def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        step = int(self.model.optimizer.iterations.numpy())
+        probability = 1.0 - inverse_sigmoid_decay(step, self.k)
+        for decoder in self.decoders():
+            decoder.sampling_probability.assign(probability)

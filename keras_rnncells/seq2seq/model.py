@@ -1,0 +1,147 @@
+"""The encoder-decoder (seq2seq) model, trained with ``fit``, decoding in the graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from keras_rnncells.seq2seq.decoder import Decoder
+from keras_rnncells.seq2seq.encoder import Encoder
+from keras_rnncells.seq2seq.search import Decoded, beam_search, greedy_search, repeat_beams
+from keras_rnncells.text.vocabulary import END_ID, START_ID
+
+
+@keras.saving.register_keras_serializable(package="keras_rnncells")
+class Seq2Seq(keras.Model):
+    """An ``Encoder`` and a ``Decoder`` attending to the encoder's outputs.
+
+    Trained with teacher forcing: ``model((source, target_in))`` maps source
+    ids ``(B, S)`` and the target shifted right behind ``start_id``
+    ``(B, T)`` to logits ``(B, T, V)``; fit it on ``target_out`` (the target
+    followed by ``end_id``) with padding 0 ignored, e.g.
+    ``keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+    ignore_class=0)``. ``generate(source)`` decodes in the graph (greedy or
+    beam search). The decoder starts from the encoder's summary vector, so
+    ``attention=None`` gives the plain encoder-decoder of Cho et al. 2014 and
+    Sutskever et al. 2014.
+
+    Token ids follow ``keras_rnncells.text``: 0 padding, 2 start, 3 end.
+    """
+
+    def __init__(
+        self,
+        source_vocabulary_size: int,
+        target_vocabulary_size: int,
+        cell: str = "gru",
+        units: int = 128,
+        embedding_dim: int = 64,
+        encoder_layers: int = 1,
+        bidirectional: bool = False,
+        attention: str | None = "general",
+        scheduled_sampling: bool = False,
+        cell_options: dict | None = None,
+        max_output_length: int = 32,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.encoder = Encoder(
+            source_vocabulary_size,
+            embedding_dim,
+            cell,
+            units,
+            encoder_layers,
+            bidirectional,
+            cell_options,
+            name="encoder",
+        )
+        self.decoder = Decoder(
+            target_vocabulary_size,
+            embedding_dim,
+            cell,
+            self.encoder.output_dim,
+            attention,
+            scheduled_sampling=scheduled_sampling,
+            cell_options=cell_options,
+            name="decoder",
+        )
+        if isinstance(max_output_length, bool) or not isinstance(max_output_length, int):
+            raise ValueError(
+                "Argument `max_output_length` must be a positive integer, "
+                f"received: {max_output_length!r}"
+            )
+        self.max_output_length = max_output_length
+        self.build_from_sizes()
+
+    def build_from_sizes(self) -> None:
+        """Creates every weight (a call on one dummy pair), so that a fresh
+        model can decode, count parameters and load weights at once."""
+        source = ops.ones((1, 2), "int32")
+        self((source, source))
+        memory, _, mask = self.encoder(source)
+        self.decoder.step(ops.ones((1,), "int32"), self.decoder.initial_state(1), memory, mask)
+
+    def call(self, inputs, training=None):
+        source, target_in = inputs
+        memory, summary, mask = self.encoder(source, training=training)
+        return self.decoder(
+            target_in, summary=summary, memory=memory, memory_mask=mask, training=training
+        )
+
+    def generate(
+        self,
+        source,
+        beam_width: int = 1,
+        max_length: int | None = None,
+        length_penalty: float = 0.0,
+    ) -> Decoded:
+        """Decodes ``source`` ``(B, S)``: greedy search for ``beam_width=1``,
+        beam search otherwise (tokens ``(B, K, L)``, best first). See
+        ``keras_rnncells.seq2seq.search``."""
+        max_length = self.max_output_length if max_length is None else max_length
+        memory, summary, mask = self.encoder(source, training=False)
+        states = self.decoder.initial_state(ops.shape(source)[0], summary)
+        batch_size = tf.shape(source)[0]
+        if beam_width == 1:
+            return greedy_search(
+                self.step_fn(memory, mask), states, batch_size, max_length, START_ID, END_ID
+            )
+        memory, mask = repeat_beams(memory, beam_width), repeat_beams(mask, beam_width)
+        return beam_search(
+            self.step_fn(memory, mask),
+            states,
+            batch_size,
+            beam_width,
+            max_length,
+            START_ID,
+            END_ID,
+            length_penalty=length_penalty,
+        )
+
+    def step_fn(self, memory, mask):
+        keys = None if self.decoder.attention is None else self.decoder.attention.keys(memory)
+
+        def step(tokens, states):
+            logits, states = self.decoder.step(tokens, states, memory, mask, keys=keys)
+            return tf.nn.log_softmax(tf.cast(logits, tf.float32)), states
+
+        return step
+
+    def get_config(self) -> dict:
+        encoder, decoder = self.encoder, self.decoder
+        return {
+            **super().get_config(),
+            "source_vocabulary_size": encoder.vocabulary_size,
+            "target_vocabulary_size": decoder.vocabulary_size,
+            "cell": encoder.cell_name,
+            "units": encoder.units,
+            "embedding_dim": encoder.embedding_dim,
+            "encoder_layers": encoder.num_layers,
+            "bidirectional": encoder.bidirectional,
+            "attention": decoder.attention_score,
+            "scheduled_sampling": decoder.scheduled_sampling,
+            "cell_options": encoder.cell_options,
+            "max_output_length": self.max_output_length,
+        }
