@@ -29,6 +29,8 @@ setup(
         "tensorflow==2.21.*",
         "keras>=3.12,<4",
         "tensorflow-text==2.21.*",
+        # TensorFlow 2.21 no longer brings it; `rnncells train` writes its logs.
+        "tensorboard==2.21.*",
         "numpy",
     ],
     extras_require={

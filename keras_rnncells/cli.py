@@ -100,12 +100,70 @@ def demo_run(args: argparse.Namespace) -> None:
     print(format_table(headers, rows))
 
 
+# -- rnncells train ----------------------------------------------------------------
+# What `rnncells train NAME` trains: NAME -> (module with `train_from_arguments`, help).
+TRAINABLE: dict[str, tuple[str, str]] = {
+    "seq2seq": (
+        "keras_rnncells.apps.seq2seq",
+        "date normalization, 'Nov 21, 2026' -> '2026-11-21': a character-level "
+        "encoder-decoder with attention",
+    ),
+}
+
+
+def cell_name(text: str) -> str:
+    from keras_rnncells import list_cells
+
+    if text not in list_cells():
+        raise argparse.ArgumentTypeError(
+            f"unknown cell {text!r}; registered cells: {', '.join(list_cells())}"
+        )
+    return text
+
+
+def train_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "name",
+        choices=sorted(TRAINABLE),
+        help="; ".join(f"{name}: {help}" for name, (_, help) in sorted(TRAINABLE.items())),
+    )
+    parser.add_argument("--out", required=True, help="run directory (created)")
+    parser.add_argument("--cell", type=cell_name, help="registered cell name (rnncells cells)")
+    parser.add_argument("--units", type=positive_int, help="units per recurrent layer")
+    parser.add_argument("--epochs", type=positive_int, help="training epochs")
+    parser.add_argument("--batch-size", type=positive_int, help="examples per batch")
+    parser.add_argument("--seed", type=int, help="random seed")
+    parser.add_argument(
+        "--limit", type=positive_int, help="use at most this many training examples (smoke runs)"
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace a finished run in --out")
+
+
+def train_run(args: argparse.Namespace) -> None:
+    import importlib
+    from pathlib import Path
+
+    out = Path(args.out)
+    if (out / "results.json").exists() and not args.overwrite:
+        raise SystemExit(
+            f"rnncells train: {out} already holds a finished run (results.json); "
+            "pass --overwrite to replace it, or choose another --out"
+        )
+    module = importlib.import_module(TRAINABLE[args.name][0])
+    module.train_from_arguments(args)
+
+
 COMMANDS: dict[str, Command] = {
     "cells": Command("list the registered cells and their sizes", cells_arguments, cells_run),
     "demo": Command(
         "train MGU and GRU on the adding problem (no download, under a minute)",
         demo_arguments,
         demo_run,
+    ),
+    "train": Command(
+        "train an application or task, write model, results.json and logs into --out",
+        train_arguments,
+        train_run,
     ),
 }
 
