@@ -1,8 +1,9 @@
 """The adding problem, MGU against GRU: the job behind ``rnncells demo``.
 
 The adding problem in the variant of Le, Jaitly & Hinton (2015), "A simple
-way to initialize recurrent networks of rectified linear units": each input is
-a sequence of ``steps`` pairs (value drawn uniformly from [0, 1], marker);
+way to initialize recurrent networks of rectified linear units", at a fixed
+length (`keras_rnncells.data.synthetic.adding_problem`): each input is a
+sequence of ``steps`` pairs (value drawn uniformly from [0, 1], marker);
 exactly two markers are 1, one in each half of the sequence, and the target is
 the sum of the two marked values. Predicting the mean scores the variance of
 that sum, 2/12 ~ 0.167; a recurrent net has to remember the marked values to
@@ -18,34 +19,10 @@ import keras
 import numpy as np
 
 from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.data.synthetic import adding_problem
 from keras_rnncells.layers import GRU, MGU, CellLayer
 
 STEPS = 50
-
-
-def adding_problem(
-    samples: int, steps: int = STEPS, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """``samples`` sequences of the adding problem.
-
-    Returns ``x`` of shape ``(samples, steps, 2)`` (value, marker) and ``y`` of
-    shape ``(samples, 1)``, both float32.
-    """
-    check_positive_int("samples", samples)
-    if check_positive_int("steps", steps) < 2:
-        raise ValueError(f"Argument `steps` must be at least 2, received: {steps}")
-    rng = np.random.default_rng(seed)
-    values = rng.uniform(0.0, 1.0, (samples, steps))
-    half = steps // 2
-    rows = np.arange(samples)
-    first = rng.integers(0, half, samples)
-    second = rng.integers(half, steps, samples)
-    markers = np.zeros((samples, steps))
-    markers[rows, first] = 1.0
-    markers[rows, second] = 1.0
-    x = np.stack([values, markers], axis=-1).astype("float32")
-    y = (values[rows, first] + values[rows, second])[:, None].astype("float32")
-    return x, y
 
 
 @dataclass

@@ -1,0 +1,40 @@
+"""The papers' tasks as tf.data pipelines, by name: ``load_task("adding")``.
+
+Generated: ``adding``, ``logic``, ``anbn``, ``anbncn``. Read from the offline
+data folder (`data_root`, never downloaded): ``mnist_rows``, ``mnist_pixels``,
+``imdb``, ``sst2``, ``sst1``, ``ptb``. Each module documents its task.
+"""
+
+from keras_rnncells.data import logic, mnist, ptb, sentiment, synthetic
+from keras_rnncells.data.paths import data_file, data_root
+from keras_rnncells.data.synthetic import adding_problem
+from keras_rnncells.data.tasks import (
+    KINDS,
+    Task,
+    get_task,
+    list_tasks,
+    load_task,
+    register_task,
+    task_options,
+)
+from keras_rnncells.data.vocabulary import build_vocabulary, tokenize
+
+__all__ = [
+    "KINDS",
+    "Task",
+    "adding_problem",
+    "build_vocabulary",
+    "data_file",
+    "data_root",
+    "get_task",
+    "list_tasks",
+    "load_task",
+    "logic",
+    "mnist",
+    "ptb",
+    "register_task",
+    "sentiment",
+    "synthetic",
+    "task_options",
+    "tokenize",
+]

@@ -1,0 +1,153 @@
+"""tf.data pipelines shared by the tasks, and the checks of their options.
+
+Every pipeline starts from the example indices, so shuffling moves integers,
+not examples: ``fixed_length_dataset`` batches the indices and gathers whole
+batches; ``variable_length_dataset`` slices each example out of one flat array
+and batches examples of similar lengths together (``bucket_by_sequence_length``),
+zero-padded to their bucket's length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from keras_rnncells.cells.base import check_positive_int
+
+AUTOTUNE = tf.data.AUTOTUNE
+MAX_BUCKETS = 16
+# Subsets taken by `limit` are drawn with this seed, whatever the task's seed,
+# so a smoke test and a full run see the same kind of split.
+SUBSET_SEED = 0
+
+
+def check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"Argument `seed` must be an integer, received: {seed!r}")
+    return int(seed)
+
+
+def check_limit(limit: Any) -> int | None:
+    return None if limit is None else check_positive_int("limit", limit)
+
+
+def check_range(name: str, value: Any, minimum: int = 1) -> tuple[int, int]:
+    """``value`` as ``(low, high)`` integers with ``minimum <= low <= high``."""
+    if (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and minimum <= value[0] <= value[1]
+    ):
+        return int(value[0]), int(value[1])
+    raise ValueError(
+        f"Argument `{name}` must be a pair (low, high) of integers with {minimum} <= low <= high, "
+        f"received: {value!r}"
+    )
+
+
+def subset(count: int, limit: int | None) -> np.ndarray:
+    """Indices of at most ``limit`` of ``count`` examples: all of them in order,
+    or a fixed random subset (kept in order) when ``limit`` is smaller."""
+    if limit is None or limit >= count:
+        return np.arange(count)
+    return np.sort(np.random.default_rng(SUBSET_SEED).permutation(count)[:limit])
+
+
+def example_indices(count: int, shuffle_seed: int | None) -> tf.data.Dataset:
+    indices = tf.data.Dataset.range(count)
+    if shuffle_seed is None:
+        return indices
+    return indices.shuffle(count, seed=shuffle_seed, reshuffle_each_iteration=True)
+
+
+def fixed_length_dataset(
+    inputs: np.ndarray,
+    targets: np.ndarray,
+    batch_size: int,
+    shuffle_seed: int | None = None,
+    transform: Callable[[tf.Tensor], tf.Tensor] | None = None,
+) -> tf.data.Dataset:
+    """Batches ``(transform(inputs[batch]), targets[batch])``; the last may be smaller."""
+    inputs, targets = tf.constant(inputs), tf.constant(targets)
+    transform = transform or (lambda x: x)
+
+    def gather(batch: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return transform(tf.gather(inputs, batch)), tf.gather(targets, batch)
+
+    batches = example_indices(len(targets), shuffle_seed).batch(batch_size)
+    return batches.map(gather, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
+
+
+def bucket_lengths(lengths: np.ndarray, max_buckets: int = MAX_BUCKETS) -> np.ndarray:
+    """The padded length of each bucket, at most ``max_buckets`` of them: every
+    distinct length when there are few (batches without padding), else the
+    quantiles of ``lengths`` (ending with the longest)."""
+    distinct = np.unique(lengths)
+    if len(distinct) <= max_buckets:
+        return distinct
+    quantiles = np.quantile(lengths, np.linspace(0, 1, max_buckets + 1)[1:], method="higher")
+    return np.unique(quantiles)
+
+
+def variable_length_dataset(
+    sequences: Sequence[np.ndarray],
+    targets: np.ndarray,
+    batch_size: int,
+    shuffle_seed: int | None = None,
+    max_buckets: int = MAX_BUCKETS,
+) -> tf.data.Dataset:
+    """Batches of similar-length ``sequences`` (axis 0 is time) with their
+    ``targets``. A sequence goes to the first bucket of `bucket_lengths` that
+    holds it, and is zero-padded at the end to that bucket's length, so a
+    model sees at most ``2 * max_buckets`` batch shapes (full and last batch
+    of each bucket), and compiles that many times at most."""
+    lengths = np.array([len(s) for s in sequences], dtype="int64")
+    starts = tf.constant(np.cumsum(lengths) - lengths)
+    flat, lengths_t, targets_t = map(tf.constant, (np.concatenate(sequences), lengths, targets))
+
+    def example(i: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return flat[starts[i] : starts[i] + lengths_t[i]], targets_t[i]
+
+    # Bucket k holds lengths in [boundaries[k-1], boundaries[k]), padded to boundaries[k] - 1.
+    boundaries = (bucket_lengths(lengths, max_buckets) + 1).tolist()
+    sizes = np.bincount(np.searchsorted(boundaries, lengths, side="right"))
+    examples = example_indices(len(targets), shuffle_seed).map(example)
+    batches = examples.bucket_by_sequence_length(
+        lambda x, y: tf.shape(x)[0],
+        boundaries,
+        [batch_size] * (len(boundaries) + 1),
+        pad_to_bucket_boundary=True,
+    )
+    # The batch count is known (it does not depend on the order), so Keras can
+    # show progress and does not warn that the data ran out.
+    count = int(np.sum(-(-sizes // batch_size)))
+    return batches.apply(tf.data.experimental.assert_cardinality(count)).prefetch(AUTOTUNE)
+
+
+def binary_targets(labels: Sequence[int] | np.ndarray) -> np.ndarray:
+    """0/1 labels as the float32 ``(n, 1)`` targets of binary tasks."""
+    return np.asarray(labels, dtype="float32").reshape(-1, 1)
+
+
+Split = tuple[Any, np.ndarray]  # (inputs: array or list of sequences, targets)
+
+
+def split_datasets(
+    splits: Sequence[Split],
+    batch_size: int,
+    seed: int,
+    build: Callable[..., tf.data.Dataset] = variable_length_dataset,
+) -> dict[str, tf.data.Dataset]:
+    """The ``train`` (shuffled with ``seed``), ``validation`` and ``test``
+    datasets of three ``(inputs, targets)`` splits, as `Task` arguments."""
+    batch_size, seed = check_positive_int("batch_size", batch_size), check_seed(seed)
+    train, validation, test = splits
+    return {
+        "train": build(*train, batch_size, shuffle_seed=seed),
+        "validation": build(*validation, batch_size),
+        "test": build(*test, batch_size),
+    }
