@@ -1,4 +1,4 @@
-"""benchmarks/speed.py runs and derives its ratios from the same run (no timing asserted)."""
+"""The benchmark scripts run and derive their ratios from the same run (no timing asserted)."""
 
 import importlib.util
 import json
@@ -8,16 +8,20 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "speed.py"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_script(name: str):
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
 def speed():
-    spec = importlib.util.spec_from_file_location("benchmarks_speed", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["benchmarks_speed"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("speed")
 
 
 def test_quick_run(speed, tmp_path, capsys):
@@ -78,3 +82,17 @@ def test_quick_run(speed, tmp_path, capsys):
 def test_bad_arguments(speed, argv, flag):
     with pytest.raises(ValueError, match=flag):
         speed.parse_args(argv)
+
+
+def test_seq2seq_quick_run(tmp_path, capsys):
+    saved = tmp_path / "rows.json"
+    rows = load_script("seq2seq").main(["--quick", "--cells", "gru,mgu", "--json", str(saved)])
+    assert json.loads(saved.read_text())["rows"] == json.loads(json.dumps(rows))
+    by_model = {row["model"]: row for row in rows}
+    assert set(by_model) == {"keras GRU + keras Attention", "Seq2Seq(gru)", "Seq2Seq(mgu)"}
+    reference = by_model["keras GRU + keras Attention"]
+    assert reference["train vs reference"] == 1.0 and reference["greedy 1"] is None
+    for row in rows[1:]:
+        assert row["train vs reference"] == pytest.approx(row["train"] / reference["train"])
+        assert all(row[column] > 0 for column in ("greedy 1", "greedy 3", "beam4 3"))
+    assert "| Seq2Seq(mgu) |" in capsys.readouterr().out

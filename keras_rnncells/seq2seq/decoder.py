@@ -95,6 +95,26 @@ class Decoder(keras.layers.Layer):
         )
         self.seed_generator = keras.random.SeedGenerator(seed)
 
+    def build(
+        self,
+        target_in_shape,
+        summary_shape=None,
+        memory_shape=None,
+        memory_mask_shape=None,
+        prompt_shape=None,
+    ) -> None:
+        self.embedding.build(target_in_shape)
+        features = self.embedding_dim + (prompt_shape[-1] if prompt_shape else 0)
+        self.rnn.build((None, None, features))
+        for bridge in self.bridges if summary_shape else ():
+            bridge.build(summary_shape)
+        output_size = self.cell.output_size
+        if self.attention is not None and memory_shape is not None:
+            self.attention.build((None, output_size), memory_shape)
+            self.attentional.build((None, output_size + memory_shape[-1]))
+            output_size = self.units
+        self.projection.build((None, output_size))
+
     # -- pieces shared by training and decoding ---------------------------------
     def initial_state(self, batch_size, summary=None) -> list:
         if summary is None:
