@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -16,6 +17,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+
+from keras_rnncells.data import data_root
 
 # TF32 matmuls (the default on recent GPUs) are accurate to ~1e-3 only; the
 # paths are compared to 1e-5, so every path computes in full float32.
@@ -143,3 +146,24 @@ def helpers():
         check_step_and_sequence = staticmethod(check_step_and_sequence)
 
     return Helpers
+
+
+# -- the benchmark data ------------------------------------------------------------
+# Tests that read real data ask ``require_data(folder)``: it skips them, with the
+# path tried, when the data is absent, except under ``CI=true``, where the data
+# must be present and they fail instead.
+def require_data(folder: str) -> Path:
+    try:
+        path = data_root() / folder
+        if not path.is_dir():
+            raise FileNotFoundError(f"no folder {path} (set $RNNCELLS_DATA)")
+    except FileNotFoundError as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"benchmark data {folder}/ is required under CI=true: {error}")
+        pytest.skip(f"benchmark data {folder}/ absent: {error}")
+    return path
+
+
+@pytest.fixture(scope="session", name="require_data")
+def require_data_fixture() -> Callable[[str], Path]:
+    return require_data

@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_rnncells.data.dates import date_splits
+from keras_rnncells.export.servable import Servable, traced
 from keras_rnncells.seq2seq.text import TextSeq2Seq
 from keras_rnncells.text import CharTokenizer
 from keras_rnncells.training import (
@@ -30,6 +31,40 @@ from keras_rnncells.training import (
 )
 
 EXAMPLES = ("Nov 21, 2026", "saturday 21 november 2026", "11/21/2026", "21.11.2026")
+SERVING_BEAM_WIDTH = 4
+
+
+def seq2seq_servable(model: TextSeq2Seq, name: str = "seq2seq") -> Servable:
+    """Serving: ``{"text": string (B,)}`` -> ``{"output": string (B,),
+    "score": float32 (B,)}``, beam search of width 4 in the graph. ONNX (no
+    string ops): ``{"token_ids": int32 (B, S)}`` -> ``{"tokens": int32 (B, L),
+    "score"}``, the ids of the two vocabularies shipped with it."""
+    module = tf.Module()
+    module.model = model
+
+    def from_text(text):
+        output, score = model.translate(text, beam_width=SERVING_BEAM_WIDTH)
+        return {"output": output, "score": score}
+
+    def from_ids(token_ids):
+        tokens, scores = model.seq2seq.generate(token_ids, beam_width=SERVING_BEAM_WIDTH)
+        return {"tokens": tokens[:, 0], "score": scores[:, 0]}
+
+    examples = {"text": np.array([*EXAMPLES[:2], ""])}
+    ids = model.source_tokenizer(tf.constant(examples["text"])).numpy().astype("int32")
+    return Servable(
+        name=name,
+        cell=model.seq2seq.encoder.cell_name,
+        module=module,
+        serve=traced(from_text, {"text": tf.TensorSpec((None,), tf.string)}),
+        examples=examples,
+        onnx_function=traced(from_ids, {"token_ids": tf.TensorSpec((None, None), tf.int32)}),
+        onnx_examples={"token_ids": ids},
+        vocabulary_files={
+            "source_vocabulary.txt": model.source_tokenizer.vocabulary,
+            "target_vocabulary.txt": model.target_tokenizer.vocabulary,
+        },
+    )
 
 
 @dataclass(frozen=True)

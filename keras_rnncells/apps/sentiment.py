@@ -1,0 +1,291 @@
+"""The sentiment classifier: raw text in, the probability that it is positive out.
+
+``SentimentClassifier`` holds the whole pipeline, so the exported model takes
+strings: HTML line breaks removed, then BERT-style normalization and WordPiece
+tokenization (``keras_rnncells.text.WordPieceTokenizer``: lower case, accents
+stripped, punctuation split), an embedding, a (bidirectional) recurrent
+encoder over any registered cell and a logistic output, the classifier of the
+MGU (Zhou et al. 2016) and MuFuRU (Weissenborn & Rocktäschel 2016) papers'
+sentiment experiments. ``train_sentiment`` trains it on SST-2 (GLUE train,
+tested on the labeled ``stsa.binary.test`` sentences) or IMDB.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.data.sentiment import read_glue_train, read_imdb, read_stsa
+from keras_rnncells.export.servable import Servable, traced
+from keras_rnncells.seq2seq.encoder import Encoder
+from keras_rnncells.text import WordPieceTokenizer
+from keras_rnncells.training import (
+    EpochTimes,
+    parameter_count,
+    run_callbacks,
+    save_model,
+    write_json,
+)
+
+LABELS = ("negative", "positive")
+
+
+@keras.saving.register_keras_serializable(package="keras_rnncells")
+class SentimentClassifier(keras.Model):
+    """Strings ``(B,)`` to logits ``(B, 1)`` (``predict_proba``: probabilities).
+
+    Token rows are padded up to a multiple of ``pad_to_multiple`` (masked, so
+    results do not change): the compiled recurrent loops then see a few
+    sequence lengths instead of one per batch. ``max_length`` keeps the first
+    tokens of longer texts. An empty text is an empty (fully masked) sequence,
+    whose encoding is zero: it gets the output layer's bias alone.
+    """
+
+    def __init__(
+        self,
+        tokenizer: WordPieceTokenizer,
+        cell: str = "gru",
+        units: int = 128,
+        embedding_dim: int = 128,
+        bidirectional: bool = True,
+        num_layers: int = 1,
+        dropout: float = 0.3,
+        pad_to_multiple: int = 16,
+        cell_options: dict | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if not isinstance(tokenizer, WordPieceTokenizer):
+            raise ValueError(
+                f"Argument `tokenizer` must be a WordPieceTokenizer, received: {tokenizer!r}"
+            )
+        self.tokenizer = tokenizer
+        self.pad_to_multiple = check_positive_int("pad_to_multiple", pad_to_multiple)
+        self.encoder = Encoder(
+            tokenizer.vocabulary_size,
+            embedding_dim,
+            cell,
+            units,
+            num_layers,
+            bidirectional,
+            cell_options,
+            name="encoder",
+        )
+        self.dropout_rate = dropout
+        self.dropout = keras.layers.Dropout(dropout)
+        self.head = keras.layers.Dense(1, name="logit")
+        self.logits_from_ids(ops.ones((1, 2), "int32"))  # creates every weight
+        self.built = True
+
+    def token_ids(self, texts):
+        """Strings ``(B,)`` to padded WordPiece ids ``(B, T)``, T a multiple of
+        ``pad_to_multiple``."""
+        texts = tf.strings.regex_replace(texts, r"<br\s*/?>", " ")
+        ids = self.tokenizer(texts)
+        steps = tf.shape(ids)[1]
+        padded = -(-steps // self.pad_to_multiple) * self.pad_to_multiple
+        return tf.pad(ids, [[0, 0], [0, padded - steps]])
+
+    def logits_from_ids(self, token_ids, training=None):
+        _, summary, _ = self.encoder(token_ids, training=training)
+        return self.head(self.dropout(summary, training=training))
+
+    def call(self, texts, training=None):
+        return self.logits_from_ids(self.token_ids(texts), training=training)
+
+    def predict_proba(self, texts):
+        return ops.sigmoid(self(texts))[:, 0]
+
+    def get_config(self) -> dict:
+        encoder = self.encoder
+        return {
+            **super().get_config(),
+            "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
+            "cell": encoder.cell_name,
+            "units": encoder.units,
+            "embedding_dim": encoder.embedding_dim,
+            "bidirectional": encoder.bidirectional,
+            "num_layers": encoder.num_layers,
+            "dropout": self.dropout_rate,
+            "pad_to_multiple": self.pad_to_multiple,
+            "cell_options": encoder.cell_options,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> SentimentClassifier:
+        config = dict(config)
+        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
+        return cls(**config)
+
+
+def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> Servable:
+    """Serving: ``{"text": string (B,)}`` -> ``{"probability": float32 (B,),
+    "label": string (B,)}``, "positive" where the probability is >= 0.5. ONNX
+    (no string ops): ``{"token_ids": int32 (B, T)}`` -> ``{"probability"}``,
+    ids from ``model.token_ids`` (the WordPiece vocabulary ships with it)."""
+    module = tf.Module()
+    module.model = model
+
+    def from_text(text):
+        probability = tf.sigmoid(tf.cast(model(text, training=False), tf.float32))[:, 0]
+        label = tf.where(probability >= 0.5, LABELS[1], LABELS[0])
+        return {"probability": probability, "label": label}
+
+    def from_ids(token_ids):
+        logits = model.logits_from_ids(token_ids, training=False)
+        return {"probability": tf.sigmoid(tf.cast(logits, tf.float32))[:, 0]}
+
+    examples = {
+        "text": np.array(["a gripping, beautifully acted film", "dull and far too long", ""])
+    }
+    ids = model.token_ids(tf.constant(examples["text"])).numpy()
+    return Servable(
+        name=name,
+        cell=model.encoder.cell_name,
+        module=module,
+        serve=traced(from_text, {"text": tf.TensorSpec((None,), tf.string)}),
+        examples=examples,
+        onnx_function=traced(from_ids, {"token_ids": tf.TensorSpec((None, None), tf.int32)}),
+        onnx_examples={"token_ids": ids.astype("int32")},
+        vocabulary_files={"vocabulary.txt": model.tokenizer.vocabulary},
+    )
+
+
+@dataclass(frozen=True)
+class SentimentSettings:
+    """The settings of a run (all written into ``results.json``)."""
+
+    dataset: str = "sst2"
+    cell: str = "gru"
+    units: int = 128
+    epochs: int = 2
+    batch_size: int = 64
+    seed: int = 0
+    train_size: int | None = None  # all
+    vocabulary_size: int = 8000
+    embedding_dim: int = 128
+    bidirectional: bool = True
+    dropout: float = 0.3
+    learning_rate: float = 2e-3
+    max_tokens: int = 400  # IMDB reviews keep their first 400 word pieces
+    cell_options: dict = field(default_factory=dict)
+
+
+def sentiment_splits(dataset: str, root=None) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Train, validation and test (texts, labels) of ``"sst2"`` or ``"imdb"``."""
+    if dataset == "sst2":
+        return {
+            "train": read_glue_train(root),
+            "validation": read_stsa("stsa.binary.dev", root),
+            "test": read_stsa("stsa.binary.test", root),
+        }
+    if dataset == "imdb":
+        texts, labels = read_imdb("train", root)
+        order = np.random.default_rng(0).permutation(len(texts))
+        held, kept = order[:2500], order[2500:]
+        return {
+            "train": ([texts[i] for i in kept], labels[kept]),
+            "validation": ([texts[i] for i in held], labels[held]),
+            "test": read_imdb("test", root),
+        }
+    raise ValueError(f"Argument `dataset` must be 'sst2' or 'imdb', received: {dataset!r}")
+
+
+def text_dataset(examples, batch_size: int, seed: int | None = None) -> tf.data.Dataset:
+    texts, labels = examples
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (tf.constant(texts), tf.constant(labels[:, None], tf.float32))
+    )
+    if seed is not None:
+        dataset = dataset.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def train_sentiment(
+    run_dir: str | Path,
+    settings: SentimentSettings = SentimentSettings(),
+    verbose: int | str = "auto",
+    root=None,
+) -> dict[str, Any]:
+    """Trains, evaluates and saves into ``run_dir``; returns the results."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    keras.utils.set_random_seed(settings.seed)
+    splits = sentiment_splits(settings.dataset, root)
+    texts, labels = splits["train"]
+    if settings.train_size is not None:
+        order = np.random.default_rng(settings.seed).permutation(len(texts))[: settings.train_size]
+        splits["train"] = texts, labels = [texts[i] for i in order], labels[order]
+    tokenizer = WordPieceTokenizer.from_corpus(
+        texts, vocab_size=settings.vocabulary_size, max_length=settings.max_tokens
+    )
+    model = SentimentClassifier(
+        tokenizer,
+        settings.cell,
+        settings.units,
+        settings.embedding_dim,
+        settings.bidirectional,
+        dropout=settings.dropout,
+        cell_options=settings.cell_options,
+    )
+    model.compile(
+        keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
+        keras.losses.BinaryCrossentropy(from_logits=True),
+        metrics=[keras.metrics.BinaryAccuracy(threshold=0.0, name="accuracy")],
+    )
+    timer = EpochTimes()
+    started = time.perf_counter()
+    model.fit(
+        text_dataset(splits["train"], settings.batch_size, settings.seed),
+        validation_data=text_dataset(splits["validation"], 256),
+        epochs=settings.epochs,
+        callbacks=run_callbacks(run_dir, timer),
+        shuffle=False,  # the dataset shuffles itself
+        verbose=verbose,
+    )
+    training_seconds = time.perf_counter() - started
+    test = model.evaluate(text_dataset(splits["test"], 256), return_dict=True, verbose=0)
+    save_model(model, run_dir / "model.keras")
+    tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
+    samples = ["a gripping, beautifully acted film", "dull and far too long"]
+    probabilities = model.predict_proba(tf.constant(samples)).numpy()
+    results = {
+        "task": f"sentiment ({settings.dataset})",
+        "test_examples": len(splits["test"][0]),
+        "test_accuracy": float(test["accuracy"]),
+        "test_loss": float(test["loss"]),
+        "parameters": parameter_count(model),
+        "training_seconds": training_seconds,
+        "seconds_per_epoch": timer.seconds,
+        "settings": asdict(settings),
+        "samples": {text: float(p) for text, p in zip(samples, probabilities)},
+    }
+    write_json(run_dir / "results.json", results)
+    return results
+
+
+def train_from_arguments(args: Any) -> None:
+    """``rnncells train sentiment``: the run, then its results and samples."""
+    given = {key: getattr(args, key) for key in ("cell", "units", "epochs", "batch_size", "seed")}
+    given["train_size"] = args.limit
+    given["dataset"] = getattr(args, "dataset", None)
+    settings = SentimentSettings(
+        **{key: value for key, value in given.items() if value is not None}
+    )
+    results = train_sentiment(args.out, settings)
+    print(
+        f"\nTest accuracy ({settings.dataset}, {results['test_examples']} texts): "
+        f"{results['test_accuracy']:.2%}; {results['parameters']} parameters, "
+        f"{results['training_seconds']:.0f} s of training"
+    )
+    for text, probability in results["samples"].items():
+        print(f"  P(positive | {text!r}) = {probability:.3f}")
+    print(f"Model, vocabulary, results.json and logs in {args.out}")
