@@ -12,6 +12,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from keras_rnncells.experiments import TASK_DEFAULTS
+
 
 @dataclass(frozen=True)
 class Command:
@@ -103,11 +105,21 @@ def demo_run(args: argparse.Namespace) -> None:
 # -- rnncells train ----------------------------------------------------------------
 # What `rnncells train NAME` trains: NAME -> (module with `train_from_arguments`, help).
 TRAINABLE: dict[str, tuple[str, str]] = {
+    "sentiment": (
+        "keras_rnncells.apps.sentiment",
+        "text -> probability of positive; SST-2 (--dataset imdb: IMDB), tokenized in the model",
+    ),
+    "color-namer": ("keras_rnncells.apps.color_namer", "rgb -> color name, shipped XKCD list"),
+    "name-to-color": ("keras_rnncells.apps.name_to_color", "color name -> rgb, shipped XKCD list"),
     "seq2seq": (
         "keras_rnncells.apps.seq2seq",
         "date normalization, 'Nov 21, 2026' -> '2026-11-21': a character-level "
         "encoder-decoder with attention",
     ),
+    **{
+        name: ("keras_rnncells.experiments", defaults.help)
+        for name, defaults in TASK_DEFAULTS.items()
+    },
 }
 
 
@@ -127,9 +139,17 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         choices=sorted(TRAINABLE),
         help="; ".join(f"{name}: {help}" for name, (_, help) in sorted(TRAINABLE.items())),
     )
-    parser.add_argument("--out", required=True, help="run directory (created)")
     parser.add_argument("--cell", type=cell_name, help="registered cell name (rnncells cells)")
     parser.add_argument("--units", type=positive_int, help="units per recurrent layer")
+    parser.add_argument(
+        "--dataset", choices=("sst2", "imdb"), help="sentiment: sst2 (default) or imdb"
+    )
+    run_arguments(parser)
+
+
+def run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every training run takes (None: the trainer's default)."""
+    parser.add_argument("--out", required=True, help="run directory (created)")
     parser.add_argument("--epochs", type=positive_int, help="training epochs")
     parser.add_argument("--batch-size", type=positive_int, help="examples per batch")
     parser.add_argument("--seed", type=int, help="random seed")
@@ -153,6 +173,56 @@ def train_run(args: argparse.Namespace) -> None:
     module.train_from_arguments(args)
 
 
+# -- rnncells compare --------------------------------------------------------------
+def comma_list(item: Callable[[str], object]) -> Callable[[str], list]:
+    """An argparse type: comma-separated values, each parsed by ``item``."""
+
+    def parse(text: str) -> list:
+        return [item(value.strip()) for value in text.split(",") if value.strip()]
+
+    return parse
+
+
+def compare_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "task",
+        choices=sorted(TASK_DEFAULTS),
+        help="; ".join(f"{name}: {d.help}" for name, d in sorted(TASK_DEFAULTS.items())),
+    )
+    parser.add_argument(
+        "--cells", type=comma_list(cell_name), default=["gru", "mgu"], help="e.g. gru,mgu,mufuru"
+    )
+    parser.add_argument(
+        "--units",
+        type=comma_list(positive_int),
+        help="hidden sizes, e.g. 4,8,16 (several: also test metric against size)",
+    )
+    run_arguments(parser)
+
+
+def compare_run(args: argparse.Namespace) -> None:
+    from keras_rnncells.experiments import compare_cells
+
+    options = ("units", "epochs", "batch_size", "seed", "limit", "overwrite")
+    comparison = compare_cells(
+        args.task, args.out, args.cells, **{name: getattr(args, name) for name in options}
+    )
+    metric = comparison["metric"]
+    rows = [
+        (
+            r["cell"],
+            r["units"],
+            r["parameters"],
+            f"{r[metric]:.4f}",
+            f"{r['seconds_per_epoch']:.2f}",
+        )
+        for r in comparison["runs"]
+    ]
+    print(f"\n{args.task}: test {metric}; s/epoch: median over epochs")
+    print(format_table(("cell", "units", "parameters", f"test {metric}", "s/epoch"), rows))
+    print(f"Runs and compare.json in {args.out}")
+
+
 COMMANDS: dict[str, Command] = {
     "cells": Command("list the registered cells and their sizes", cells_arguments, cells_run),
     "demo": Command(
@@ -164,6 +234,11 @@ COMMANDS: dict[str, Command] = {
         "train an application or task, write model, results.json and logs into --out",
         train_arguments,
         train_run,
+    ),
+    "compare": Command(
+        "train several cells (and hidden sizes) on one task, write compare.json, print a table",
+        compare_arguments,
+        compare_run,
     ),
 }
 

@@ -1,0 +1,516 @@
+"""The papers' experiments on the tasks of `keras_rnncells.data`.
+
+``rnncells train TASK`` runs `train_task`: a model from `build_model` (an
+embedding for token tasks, the recurrent layer(s) of one registered cell, a
+head by ``task.kind``) trained with the task's defaults (`TASK_DEFAULTS`),
+evaluated on the test split and written into a run directory
+(`keras_rnncells.training`): ``model.keras``, ``results.json``,
+``history.csv``, ``logs/`` and, with matplotlib, ``learning_curve.png`` (plus
+``operation_weights.png`` for MuFuRU on token tasks, the MuFuRU paper's
+Figure 1b). ``rnncells compare TASK`` runs `compare_cells`: one run per cell
+(and hidden size), ``compare.json`` and, over several sizes, the paper's
+Figure 1a (test metric against hidden size).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import shlex
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+
+from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.cells.registry import get_cell
+from keras_rnncells.data import Task, load_task, task_options
+from keras_rnncells.layers import RNN
+from keras_rnncells.training import (
+    EpochTimes,
+    parameter_count,
+    run_callbacks,
+    save_model,
+    write_json,
+)
+
+PLOT_NOTE = "matplotlib is not installed (pip install 'keras-rnncells[plot]'): no PNG written"
+# How many of the most frequent symbols the operation-weights figure shows.
+MAX_SYMBOLS = 24
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Everything a run depends on besides the data and the package version."""
+
+    cell: str = "gru"
+    units: int = 64
+    epochs: int = 10
+    batch_size: int = 32
+    learning_rate: float = 1e-3
+    optimizer: str = "adam"
+    clipnorm: float = 1.0
+    bidirectional: bool = False
+    layers: int = 1
+    embedding_dim: int = 64  # token tasks only
+    seed: int = 0
+    limit: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskDefaults:
+    """A task's default `Settings`, what they follow, and its one-line help."""
+
+    settings: Settings
+    source: str
+    help: str
+
+
+OURS = "our choice (no paper setting known to us)"
+TASK_DEFAULTS: dict[str, TaskDefaults] = {
+    "adding": TaskDefaults(
+        Settings(units=100, bidirectional=True, epochs=20, batch_size=100),
+        "MGU paper (Zhou et al. 2016), adding problem: bidirectional, 100 hidden units; "
+        f"optimizer, learning rate, batch and epochs: {OURS}",
+        "adding problem, T 50-55: regress the sum of two marked values (MSE)",
+    ),
+    "logic": TaskDefaults(
+        Settings(units=8, embedding_dim=8, epochs=30, batch_size=32, learning_rate=1e-2),
+        "MuFuRU paper (Weissenborn & Rocktäschel 2016) §4.1: 8 hidden units; embedding "
+        f"size, optimizer, learning rate, batch and epochs: {OURS}",
+        "truth value of propositional formulas in postfix order (MuFuRU paper §4.1)",
+    ),
+    "anbn": TaskDefaults(
+        Settings(units=16, embedding_dim=4, epochs=20, learning_rate=1e-2),
+        OURS,
+        "recognize a^n b^n against near misses; longer n at test",
+    ),
+    "anbncn": TaskDefaults(
+        Settings(units=16, embedding_dim=4, epochs=20, learning_rate=1e-2),
+        OURS,
+        "recognize a^n b^n c^n against near misses; longer n at test",
+    ),
+    "mnist_rows": TaskDefaults(
+        Settings(units=100, epochs=20, batch_size=100),
+        "MGU paper, MNIST read row by row (28 steps of 28 pixels): 100 hidden units; "
+        f"the rest: {OURS}",
+        "MNIST read row by row, 28 steps of 28 pixels, 10 classes",
+    ),
+    "mnist_pixels": TaskDefaults(
+        Settings(units=100, epochs=20, batch_size=100),
+        f"100 hidden units as for mnist_rows; the rest: {OURS}",
+        "MNIST read pixel by pixel, 784 steps, 10 classes",
+    ),
+    "imdb": TaskDefaults(
+        Settings(units=100, embedding_dim=128, epochs=10),
+        "MGU paper, IMDB: word embeddings of 128, 100 hidden units; the rest: " + OURS,
+        "IMDB movie reviews, positive or negative",
+    ),
+    "sst2": TaskDefaults(
+        Settings(units=100, embedding_dim=128, epochs=5),
+        f"sizes of the IMDB setting; the rest: {OURS}",
+        "Stanford Sentiment Treebank, binary (trained on the GLUE SST-2 phrases)",
+    ),
+    "sst1": TaskDefaults(
+        Settings(units=100, embedding_dim=128, epochs=10),
+        f"sizes of the IMDB setting; the rest: {OURS}",
+        "Stanford Sentiment Treebank, 5 classes",
+    ),
+    "ptb": TaskDefaults(
+        Settings(units=200, layers=2, embedding_dim=200, epochs=13, batch_size=20, clipnorm=5.0),
+        "Zaremba et al. (2014) small model: 2 layers of 200, embedding 200, batch 20, 35 "
+        "steps, 13 epochs, clipnorm 5; Adam at 1e-3 in place of their SGD schedule, and "
+        "stateless windows (no state carried across batches)",
+        "Penn Treebank word-level language model (test perplexity)",
+    ),
+}
+
+
+def task_defaults(task: str) -> TaskDefaults:
+    if task not in TASK_DEFAULTS:
+        raise ValueError(
+            f"Argument `task` must be one of {sorted(TASK_DEFAULTS)}, received: {task!r}"
+        )
+    return TASK_DEFAULTS[task]
+
+
+def task_settings(task: str, **overrides: Any) -> Settings:
+    """The defaults of ``task`` with the ``overrides`` that are not None."""
+    given = {key: value for key, value in overrides.items() if value is not None}
+    settings = dataclasses.replace(task_defaults(task).settings, **given)
+    get_cell(settings.cell)  # a ValueError naming the registered cells
+    for name in ("units", "epochs", "batch_size", "layers", "embedding_dim"):
+        check_positive_int(name, getattr(settings, name))
+    if settings.limit is not None:
+        check_positive_int("limit", settings.limit)
+    return settings
+
+
+# -- the model ----------------------------------------------------------------------
+def build_model(
+    task: Task,
+    cell: str,
+    units: int,
+    *,
+    layers: int = 1,
+    bidirectional: bool = False,
+    embedding_dim: int = 64,
+    learning_rate: float = 1e-3,
+    optimizer: str = "adam",
+    clipnorm: float | None = 1.0,
+) -> keras.Model:
+    """A compiled model for ``task``: ``layers`` recurrent layers of ``cell``
+    (``bidirectional``: each one `keras.layers.Bidirectional`, outputs
+    concatenated) on an ``Embedding(mask_zero=True)`` of the tokens, or on
+    the features themselves (not masked: zero vectors are data there), then
+    the head of ``task.kind``:
+
+    * regression: ``Dense(1)``, mean squared error;
+    * binary: ``Dense(1)`` logits, binary cross-entropy, accuracy;
+    * classification: ``Dense(num_classes)`` logits, cross-entropy, accuracy;
+    * language_model: ``Dense(vocabulary_size)`` logits at every step,
+      cross-entropy ignoring padding targets (0); perplexity is ``exp(loss)``.
+    """
+    cell_class = get_cell(cell)
+    check_positive_int("layers", layers)
+    if task.vocabulary_size is not None:
+        inputs = keras.Input((None,), dtype="int32", name="tokens")
+        x = keras.layers.Embedding(
+            task.vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
+        )(inputs)
+    else:
+        inputs = keras.Input((None, task.input_dim), name="features")
+        x = inputs
+    per_step = task.kind == "language_model"
+    for index in range(layers):
+        layer = RNN(
+            cell_class(units),
+            return_sequences=per_step or index < layers - 1,
+            name=f"recurrent_{index + 1}",
+        )
+        if bidirectional:
+            layer = keras.layers.Bidirectional(layer, name=f"bidirectional_{index + 1}")
+        x = layer(x)
+    outputs = keras.layers.Dense(task.output_units, name="logits")(x)
+    model = keras.Model(inputs, outputs, name=f"{task.name}_{cell}")
+    loss, metrics = head(task.kind)
+    options = {"learning_rate": learning_rate, "clipnorm": clipnorm}
+    optimizer_object = keras.optimizers.get({"class_name": optimizer, "config": options})
+    # No XLA for the whole step: the fused path compiles its own loop, and
+    # variable-length batches would each compile the step again.
+    model.compile(optimizer=optimizer_object, loss=loss, metrics=metrics, jit_compile=False)
+    return model
+
+
+def head(kind: str) -> tuple[keras.losses.Loss, list]:
+    """The loss and metrics of a task kind (the model outputs logits)."""
+    if kind == "regression":
+        return keras.losses.MeanSquaredError(), []
+    if kind == "binary":
+        accuracy = keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0)
+        return keras.losses.BinaryCrossentropy(from_logits=True), [accuracy]
+    if kind == "classification":
+        accuracy = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True), [accuracy]
+    if kind == "language_model":
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0), []
+    raise ValueError(f"Argument `kind` must be a task kind, received: {kind!r}")
+
+
+def test_metric(kind: str) -> str:
+    """The metric reported for a task kind: its name in `evaluate`."""
+    return {"regression": "loss", "language_model": "perplexity"}.get(kind, "accuracy")
+
+
+def evaluate(model: keras.Model, task: Task) -> dict[str, float]:
+    """Test loss and metrics (and perplexity for a language model)."""
+    scores = {
+        k: float(v) for k, v in model.evaluate(task.test, return_dict=True, verbose=0).items()
+    }
+    if task.kind == "language_model":
+        scores["perplexity"] = float(np.exp(scores["loss"]))
+    return scores
+
+
+# -- one run ------------------------------------------------------------------------
+def size_options(task: str, limit: int | None) -> dict[str, int]:
+    """The task options capping every split at ``limit`` examples (for PTB,
+    tokens per split)."""
+    if limit is None:
+        return {}
+    options = task_options(task)
+    if "limit" in options:
+        return {"limit": limit}
+    sizes = ("train_size", "validation_size", "test_size")
+    return {name: min(limit, options[name]) for name in sizes if name in options}
+
+
+def reproduce_command(task: str, run_dir: Path, settings: Settings) -> str:
+    words = ["rnncells", "train", task, "--cell", settings.cell, "--units", str(settings.units)]
+    words += ["--epochs", str(settings.epochs), "--batch-size", str(settings.batch_size)]
+    words += ["--seed", str(settings.seed)]
+    if settings.limit is not None:
+        words += ["--limit", str(settings.limit)]
+    return shlex.join([*words, "--out", str(run_dir)])
+
+
+def train_task(
+    task_name: str,
+    run_dir: str | Path,
+    cell: str | None = None,
+    units: int | None = None,
+    epochs: int | None = None,
+    batch_size: int | None = None,
+    seed: int | None = None,
+    limit: int | None = None,
+    verbose: int | str = "auto",
+) -> dict[str, Any]:
+    """Train ``task_name`` with its defaults (None keeps a default), evaluate on
+    the test split, write the run directory (see the module); returns the
+    results written into ``results.json``. An interrupted run resumes when
+    started again with the same arguments."""
+    settings = task_settings(
+        task_name,
+        cell=cell,
+        units=units,
+        epochs=epochs,
+        batch_size=batch_size,
+        seed=seed,
+        limit=limit,
+    )
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not (run_dir / "backup").exists():  # a fresh start: no stale epochs in the CSV
+        (run_dir / "history.csv").unlink(missing_ok=True)
+    keras.utils.set_random_seed(settings.seed)
+    task = load_task(
+        task_name,
+        batch_size=settings.batch_size,
+        seed=settings.seed,
+        **size_options(task_name, settings.limit),
+    )
+    model_options = ("layers", "bidirectional", "embedding_dim", "learning_rate", "optimizer")
+    model = build_model(
+        task,
+        settings.cell,
+        settings.units,
+        clipnorm=settings.clipnorm,
+        **{name: getattr(settings, name) for name in model_options},
+    )
+    timer = EpochTimes()
+    started = time.perf_counter()
+    model.fit(
+        task.train,
+        validation_data=task.validation,
+        epochs=settings.epochs,
+        callbacks=run_callbacks(run_dir, timer),
+        shuffle=False,  # the datasets shuffle themselves
+        verbose=verbose,
+    )
+    training_seconds = time.perf_counter() - started
+    scores = evaluate(model, task)
+    save_model(model, run_dir / "model.keras")
+    metric = test_metric(task.kind)
+    results: dict[str, Any] = {
+        "task": task_name,
+        "kind": task.kind,
+        "description": task.description,
+        "cell": settings.cell,
+        "metric": "mse" if metric == "loss" else metric,
+        "test_metric": scores[metric],
+        "test": scores,
+        "parameters": parameter_count(model),
+        "recurrent_parameters": recurrent_parameter_count(model),
+        "training_seconds": training_seconds,
+        "seconds_per_epoch": timer.seconds,
+        "settings": dataclasses.asdict(settings),
+        "defaults_follow": task_defaults(task_name).source,
+        "command": reproduce_command(task_name, run_dir, settings),
+    }
+    if settings.cell == "mufuru" and task.vocabulary_size is not None:
+        results["operation_weights"] = average_operation_weights(model, task)
+    results["plots"] = write_plots(run_dir, results)
+    write_json(run_dir / "results.json", results)
+    return results
+
+
+def recurrent_parameter_count(model: keras.Model) -> int:
+    """Trainable parameters of the recurrent layers (embedding and head excluded)."""
+    recurrent = (RNN, keras.layers.Bidirectional)
+    return sum(parameter_count(layer) for layer in model.layers if isinstance(layer, recurrent))
+
+
+# -- figures --------------------------------------------------------------------------
+def figure() -> Any:
+    """A new matplotlib ``Figure`` (no pyplot state), or None without matplotlib."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    return Figure(figsize=(6.4, 4.0), layout="constrained")
+
+
+def write_plots(run_dir: Path, results: dict) -> dict[str, str]:
+    """The run's figures (file names by what they show), or a note why none."""
+    if figure() is None:
+        return {"note": PLOT_NOTE}
+    plots = {"learning_curve": plot_learning_curve(run_dir / "history.csv", run_dir)}
+    if "operation_weights" in results:
+        plots["operation_weights"] = plot_operation_weights(results["operation_weights"], run_dir)
+    return plots
+
+
+def plot_learning_curve(history_csv: Path, run_dir: Path) -> str:
+    """Training and validation loss (and accuracy, if recorded) per epoch."""
+    with open(history_csv, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    epochs = [int(row["epoch"]) + 1 for row in rows]
+    shown = [name for name in ("loss", "accuracy") if name in rows[0]]
+    fig = figure()
+    for index, name in enumerate(shown):
+        axes = fig.add_subplot(1, len(shown), index + 1)
+        for prefix, label in (("", "training"), ("val_", "validation")):
+            if prefix + name in rows[0]:
+                axes.plot(epochs, [float(r[prefix + name]) for r in rows], "o-", label=label)
+        axes.set(xlabel="epoch", ylabel=name)
+        axes.legend()
+    return save_figure(fig, run_dir / "learning_curve.png")
+
+
+def save_figure(fig: Any, path: Path) -> str:
+    fig.savefig(path, dpi=100)
+    return path.name
+
+
+def mufuru_layer(model: keras.Model) -> RNN:
+    """The first recurrent layer (its forward half when bidirectional)."""
+    names = [layer.name for layer in model.layers]
+    if "bidirectional_1" in names:
+        return model.get_layer("bidirectional_1").forward_layer
+    return model.get_layer("recurrent_1")
+
+
+def average_operation_weights(
+    model: keras.Model, task: Task, max_batches: int = 50
+) -> dict[str, dict[str, float]]:
+    """The MuFuRU paper's Figure 1b: the first layer's operation weights
+    (averaged over units) averaged over the test steps reading each symbol,
+    for the `MAX_SYMBOLS` most frequent symbols of up to ``max_batches`` test
+    batches."""
+    cell = mufuru_layer(model).cell
+    embedding = model.get_layer("embedding")
+    sums = np.zeros((task.vocabulary_size, len(cell.operations)))
+    counts = np.zeros(task.vocabulary_size)
+    for tokens, _ in task.test.take(max_batches):
+        mask = tokens != 0
+        p = keras.ops.mean(cell.operation_weights(embedding(tokens), mask), axis=-1)
+        ids, keep = np.asarray(tokens), np.asarray(mask)
+        np.add.at(sums, ids[keep], np.asarray(p)[keep])
+        np.add.at(counts, ids[keep], 1)
+    shown = [i for i in np.argsort(-counts, kind="stable")[:MAX_SYMBOLS] if counts[i] > 0]
+    return {
+        task.vocabulary[i]: dict(zip(cell.operations, (sums[i] / counts[i]).tolist()))
+        for i in sorted(shown)
+    }
+
+
+def plot_operation_weights(weights: dict[str, dict[str, float]], run_dir: Path) -> str:
+    """A symbols × operations heat map of `average_operation_weights`."""
+    symbols = list(weights)
+    operations = list(weights[symbols[0]])
+    values = np.array([[weights[s][o] for o in operations] for s in symbols])
+    fig = figure()
+    axes = fig.add_subplot()
+    image = axes.imshow(values, cmap="viridis", vmin=0.0, aspect="auto")
+    axes.set_xticks(range(len(operations)), operations, rotation=45)
+    axes.set_yticks(range(len(symbols)), symbols)
+    axes.set(xlabel="operation", ylabel="input symbol", title="average operation weight")
+    fig.colorbar(image, ax=axes)
+    return save_figure(fig, run_dir / "operation_weights.png")
+
+
+# -- comparing cells ------------------------------------------------------------------
+def compare_cells(
+    task_name: str,
+    run_dir: str | Path,
+    cells: Sequence[str],
+    units: Sequence[int] | None = None,
+    epochs: int | None = None,
+    batch_size: int | None = None,
+    seed: int | None = None,
+    limit: int | None = None,
+    overwrite: bool = False,
+    verbose: int | str = "auto",
+) -> dict[str, Any]:
+    """One `train_task` run per cell and hidden size, in ``run_dir/CELL-UNITS``
+    (``units`` None: the task's default); a sub-run already finished is
+    reused unless ``overwrite``, so comparisons can grow run by run. Writes
+    ``compare.json`` and, over several sizes, ``hidden_size.png`` (test metric
+    against units, the MuFuRU paper's Figure 1a); returns the comparison."""
+    if not cells:
+        raise ValueError("Argument `cells` must name at least one cell, received none")
+    for name in cells:
+        task_settings(task_name, cell=name)  # every cell and the task checked before training
+    run_dir = Path(run_dir)
+    sizes = list(units) if units else [None]
+    rows = []
+    for size in sizes:
+        for name in cells:
+            units_of_run = task_settings(task_name, units=size).units
+            sub_dir = run_dir / f"{name}-{units_of_run}"
+            finished = sub_dir / "results.json"
+            if finished.exists() and not overwrite:
+                results = json.loads(finished.read_text(encoding="utf-8"))
+            else:
+                results = train_task(
+                    task_name, sub_dir, name, size, epochs, batch_size, seed, limit, verbose
+                )
+            rows.append(
+                {
+                    "cell": name,
+                    "units": results["settings"]["units"],
+                    "parameters": results["parameters"],
+                    "recurrent_parameters": results["recurrent_parameters"],
+                    results["metric"]: results["test_metric"],
+                    "seconds_per_epoch": float(np.median(results["seconds_per_epoch"])),
+                    "run_dir": str(sub_dir),
+                }
+            )
+    comparison: dict[str, Any] = {"task": task_name, "metric": results["metric"], "runs": rows}
+    if len(sizes) > 1:
+        comparison["plots"] = plot_against_units(comparison, run_dir)
+    write_json(run_dir / "compare.json", comparison)
+    return comparison
+
+
+def plot_against_units(comparison: dict[str, Any], run_dir: Path) -> dict[str, str]:
+    fig = figure()
+    if fig is None:
+        return {"note": PLOT_NOTE}
+    axes = fig.add_subplot()
+    metric = comparison["metric"]
+    for name in dict.fromkeys(row["cell"] for row in comparison["runs"]):
+        runs = [row for row in comparison["runs"] if row["cell"] == name]
+        axes.plot([r["units"] for r in runs], [r[metric] for r in runs], "o-", label=name)
+    axes.set(xscale="log", xlabel="hidden units", ylabel=f"test {metric}")
+    axes.set_title(comparison["task"])
+    axes.legend()
+    return {"hidden_size": save_figure(fig, run_dir / "hidden_size.png")}
+
+
+# -- the command line -----------------------------------------------------------------
+def train_from_arguments(args: Any) -> None:
+    """``rnncells train TASK``: the run, then its test metric."""
+    options = ("cell", "units", "epochs", "batch_size", "seed", "limit")
+    results = train_task(args.name, args.out, **{name: getattr(args, name) for name in options})
+    seconds = np.median(results["seconds_per_epoch"])
+    print(
+        f"\n{args.name}, {results['cell']}: test {results['metric']} "
+        f"{results['test_metric']:.4f}; {results['parameters']} parameters, "
+        f"{seconds:.2f} s/epoch (median)"
+    )
+    print(f"Model, results.json, history and logs in {args.out}")

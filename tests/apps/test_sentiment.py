@@ -1,0 +1,78 @@
+"""The sentiment classifier: strings in, probabilities out, trained by the CLI."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_rnncells.apps import servable_for
+from keras_rnncells.apps.sentiment import SentimentClassifier
+from keras_rnncells.cli import main
+from keras_rnncells.text import WordPieceTokenizer
+
+CORPUS = ["a wonderful , moving film", "a dull and lifeless film", "wonderful acting", "so dull"]
+
+
+@pytest.fixture(scope="module")
+def model():
+    tokenizer = WordPieceTokenizer.from_corpus(CORPUS, vocab_size=60)
+    return SentimentClassifier(tokenizer, cell="mgu", units=4, embedding_dim=4, pad_to_multiple=8)
+
+
+def test_text_to_probability_in_the_graph(model, tmp_path):
+    texts = tf.constant(["A WONDERFUL film<br />so moving", "", "unseen words entirely"])
+    ids = model.token_ids(texts)
+    assert ids.shape[1] % 8 == 0 and np.all(np.asarray(ids)[1] == 0)  # empty: all padding
+    probabilities = np.asarray(model.predict_proba(texts))
+    assert probabilities.shape == (3,) and np.all((probabilities > 0) & (probabilities < 1))
+    # Padding to a multiple changes nothing: the same text in a longer batch.
+    alone = model.predict_proba(texts[:1])
+    np.testing.assert_allclose(alone, probabilities[:1], rtol=1e-5, atol=1e-6)
+    # The empty text gets the output layer's bias alone (its encoding is zero).
+    bias = float(np.asarray(model.head.bias)[0])
+    assert probabilities[1] == pytest.approx(1 / (1 + np.exp(-bias)), rel=1e-5)
+
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    np.testing.assert_allclose(loaded.predict_proba(texts), probabilities, rtol=1e-6)
+
+    servable = servable_for(loaded)
+    served = servable.serve(text=texts)
+    np.testing.assert_allclose(served["probability"], probabilities, rtol=1e-6)
+    expected = np.where(probabilities >= 0.5, b"positive", b"negative")
+    np.testing.assert_array_equal(served["label"].numpy(), expected)
+    function, examples = servable.onnx()
+    from_ids = function(**examples)["probability"]
+    np.testing.assert_allclose(
+        from_ids, servable.serve(**servable.examples)["probability"], rtol=1e-6
+    )
+
+
+def test_bad_arguments(model):
+    with pytest.raises(ValueError, match="`tokenizer`"):
+        SentimentClassifier("not a tokenizer")
+    with pytest.raises(ValueError, match="`pad_to_multiple`"):
+        SentimentClassifier(model.tokenizer, pad_to_multiple=0)
+    with pytest.raises(ValueError, match="`model`"):
+        servable_for(keras.Sequential())
+
+
+def test_train_command_on_sst2(require_data, tmp_path):
+    require_data("sst2")
+    out = tmp_path / "run"
+    arguments = "train sentiment --epochs 1 --units 16 --limit 8000 --out".split()
+    main([*arguments, str(out)])
+    results = json.loads((out / "results.json").read_text())
+    assert results["test_examples"] == 1821  # stsa.binary.test
+    assert 0.55 < results["test_accuracy"] <= 1.0  # chance is 0.5 on this balanced set
+    loaded = keras.saving.load_model(out / "model.keras")
+    evaluation = loaded.evaluate(
+        tf.data.Dataset.from_tensor_slices(
+            (tf.constant(["great", "awful"]), tf.constant([[1.0], [0.0]]))
+        ).batch(2),
+        return_dict=True,
+        verbose=0,
+    )
+    assert set(evaluation) == {"loss", "accuracy"}

@@ -1,0 +1,166 @@
+"""``rnncells train TASK`` and ``rnncells compare TASK`` (keras_rnncells.experiments).
+
+Tiny runs (a few examples, one epoch, a few units) through the command line;
+the numbers checked are the ones the runs record, recomputed independently.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import re
+import shlex
+
+import keras
+import pytest
+
+import keras_rnncells  # noqa: F401 (registers the layers model.keras needs)
+from keras_rnncells.cli import TRAINABLE, build_parser, main
+from keras_rnncells.data import list_tasks, load_task
+from keras_rnncells.data.logic import VOCABULARY
+from keras_rnncells.experiments import PLOT_NOTE, TASK_DEFAULTS, size_options, train_task
+
+HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+TINY = ["--epochs", "1", "--batch-size", "4", "--limit", "8"]
+
+
+def read_results(run_dir) -> dict:
+    return json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+
+
+def check_plots(results: dict, run_dir, names: tuple[str, ...]) -> None:
+    """The PNGs ``names`` were written, or, without matplotlib, the note says why not."""
+    if not HAS_MATPLOTLIB:
+        assert results["plots"] == {"note": PLOT_NOTE}
+        return
+    for name in names:
+        assert results["plots"][name] == f"{name}.png"
+        assert (run_dir / f"{name}.png").read_bytes().startswith(b"\x89PNG")
+
+
+def check_reloaded_model(results: dict, run_dir, metric: str) -> None:
+    """model.keras loads back and scores the recorded test metric on the same test split."""
+    settings = results["settings"]
+    task = load_task(
+        results["task"],
+        batch_size=settings["batch_size"],
+        seed=settings["seed"],
+        **size_options(results["task"], settings["limit"]),
+    )
+    model = keras.saving.load_model(run_dir / "model.keras")
+    scores = model.evaluate(task.test, return_dict=True, verbose=0)
+    assert float(scores[metric]) == pytest.approx(results["test_metric"], rel=1e-5, abs=1e-6)
+
+
+def test_every_task_is_trainable_with_defaults():
+    assert set(list_tasks()) == set(TASK_DEFAULTS)
+    for name in list_tasks():
+        assert TRAINABLE[name] == ("keras_rnncells.experiments", TASK_DEFAULTS[name].help)
+
+
+def test_train_adding_writes_a_run_that_reloads_and_reproduces(tmp_path, capsys):
+    out = tmp_path / "adding"
+    main(["train", "adding", "--cell", "mgu", "--units", "3", *TINY, "--out", str(out)])
+    results = read_results(out)
+    assert f"test mse {results['test_metric']:.4f}" in capsys.readouterr().out
+    assert results["task"] == "adding" and results["kind"] == "regression"
+    assert results["metric"] == "mse" and results["test"]["loss"] == results["test_metric"]
+    # The MGU paper's adding setting: bidirectional. Per direction, MGU on 2 features:
+    # two blocks (f, h) of kernel 2x3, recurrent kernel 3x3 and bias 3; Dense(1) on 2 x 3.
+    assert results["settings"]["bidirectional"] is True
+    mgu = 2 * (2 * 3 + 3 * 3 + 3)
+    assert results["recurrent_parameters"] == 2 * mgu
+    assert results["parameters"] == 2 * mgu + 2 * 3 + 1
+    assert len(results["seconds_per_epoch"]) == 1 and results["seconds_per_epoch"][0] > 0
+    assert results["training_seconds"] >= results["seconds_per_epoch"][0]
+    with open(out / "history.csv", encoding="utf-8") as f:
+        history = list(csv.DictReader(f))
+    assert [row["epoch"] for row in history] == ["0"]
+    assert {"loss", "val_loss"} <= set(history[0])
+    assert (out / "logs").is_dir() and not (out / "backup").exists()
+    command = shlex.split(results["command"])
+    assert command[:2] == ["rnncells", "train"]
+    again = build_parser().parse_args(command[1:])
+    assert (again.name, again.cell, again.units, again.out) == ("adding", "mgu", 3, str(out))
+    assert (again.epochs, again.batch_size, again.limit, again.seed) == (1, 4, 8, 0)
+    check_plots(results, out, ("learning_curve",))
+    check_reloaded_model(results, out, "loss")
+    with pytest.raises(SystemExit, match="--overwrite"):
+        main(["train", "adding", "--cell", "mgu", "--units", "3", *TINY, "--out", str(out)])
+
+
+def test_compare_logic_over_cells_then_sizes(tmp_path, capsys):
+    out = tmp_path / "compare"
+    tiny = ["--epochs", "1", "--batch-size", "4", "--limit", "4", "--out", str(out)]
+    main(["compare", "logic", "--cells", "gru,mufuru", "--units", "3", *tiny])
+    printed = capsys.readouterr().out
+    comparison = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    assert comparison["task"] == "logic" and comparison["metric"] == "accuracy"
+    runs = comparison["runs"]
+    assert [(r["cell"], r["units"]) for r in runs] == [("gru", 3), ("mufuru", 3)]
+    assert "plots" not in comparison and not (out / "hidden_size.png").exists()
+    for run in runs:
+        run_dir = out / f"{run['cell']}-3"
+        results = read_results(run_dir)
+        assert run["run_dir"] == str(run_dir)
+        assert run["accuracy"] == results["test_metric"] == results["test"]["accuracy"]
+        assert 0.0 <= run["accuracy"] <= 1.0
+        assert run["parameters"] == results["parameters"]
+        assert run["seconds_per_epoch"] == results["seconds_per_epoch"][0]
+        row = rf"^{run['cell']} +3 +{run['parameters']} +{run['accuracy']:.4f} +"
+        assert re.search(row + rf"{run['seconds_per_epoch']:.2f}$", printed, re.MULTILINE), printed
+    # MuFuRU's operation weights per input symbol: a softmax over the operations
+    # at every step and unit, so each symbol's averages sum to 1.
+    mufuru = read_results(out / "mufuru-3")
+    weights = mufuru["operation_weights"]
+    assert {"F", "T"} <= set(weights) <= set(VOCABULARY[1:])
+    for symbol, by_operation in weights.items():
+        assert list(by_operation) == ["keep", "replace", "max", "min", "mul", "diff", "forget"]
+        assert sum(by_operation.values()) == pytest.approx(1.0, abs=1e-5), symbol
+    check_plots(mufuru, out / "mufuru-3", ("learning_curve", "operation_weights"))
+    check_reloaded_model(mufuru, out / "mufuru-3", "accuracy")
+    # Over several sizes: the finished mufuru-3 is reused, mufuru-2 trained, and
+    # the test metric plotted against the hidden size.
+    stamp = (out / "mufuru-3" / "results.json").stat().st_mtime_ns
+    main(["compare", "logic", "--cells", "mufuru", "--units", "2,3", *tiny])
+    assert (out / "mufuru-3" / "results.json").stat().st_mtime_ns == stamp
+    comparison = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    assert [(r["cell"], r["units"]) for r in comparison["runs"]] == [("mufuru", 2), ("mufuru", 3)]
+    assert comparison["runs"][1]["accuracy"] == mufuru["test_metric"]
+    if HAS_MATPLOTLIB:
+        assert comparison["plots"] == {"hidden_size": "hidden_size.png"}
+        assert (out / "hidden_size.png").read_bytes().startswith(b"\x89PNG")
+    else:
+        assert comparison["plots"] == {"note": PLOT_NOTE}
+
+
+def test_train_sst2_from_the_data_folder(require_data, tmp_path):
+    require_data("sst2")
+    out = tmp_path / "sst2"
+    main(["train", "sst2", "--cell", "mgu", "--units", "3", *TINY, "--out", str(out)])
+    results = read_results(out)
+    assert results["kind"] == "binary" and results["metric"] == "accuracy"
+    assert 0.0 <= results["test_metric"] <= 1.0
+    assert "Stanford Sentiment Treebank" in results["description"]
+    check_reloaded_model(results, out, "accuracy")
+
+
+def test_bad_arguments_give_clear_errors(tmp_path, capsys):
+    for argv, message in (
+        (["train", "nope", "--out", str(tmp_path)], "invalid choice: 'nope'"),
+        (["train", "logic", "--cell", "nope", "--out", str(tmp_path)], "unknown cell 'nope'"),
+        (["compare", "logic", "--cells", "gru,nope", "--out", str(tmp_path)], "unknown cell"),
+        (["compare", "logic", "--units", "4,0", "--out", str(tmp_path)], "positive integer"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2, argv
+        assert message in capsys.readouterr().err, argv
+    with pytest.raises(ValueError, match="`task` must be one of"):
+        train_task("nope", tmp_path)
+    with pytest.raises(ValueError, match="`name` must be one of"):
+        train_task("logic", tmp_path, cell="nope")
+    with pytest.raises(ValueError, match="`units`"):
+        train_task("logic", tmp_path, units=0)
+    assert not any(tmp_path.iterdir())  # nothing written before the arguments are checked
