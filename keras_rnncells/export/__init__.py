@@ -1,6 +1,25 @@
 """Serving export: SavedModel (TF Serving's layout) and ONNX, each with a manifest."""
 
 from keras_rnncells.export.manifest import verify_manifest, write_manifest
+from keras_rnncells.export.onnx import onnx_path, write_onnx
+from keras_rnncells.export.saved_model import (
+    load_and_run,
+    predict_request,
+    write_saved_model,
+    write_saved_models,
+)
 from keras_rnncells.export.servable import Servable, recurrent_layer_servable, traced
 
-__all__ = ["Servable", "recurrent_layer_servable", "traced", "verify_manifest", "write_manifest"]
+__all__ = [
+    "Servable",
+    "load_and_run",
+    "onnx_path",
+    "predict_request",
+    "recurrent_layer_servable",
+    "traced",
+    "verify_manifest",
+    "write_manifest",
+    "write_onnx",
+    "write_saved_model",
+    "write_saved_models",
+]

@@ -32,6 +32,7 @@ from keras_rnncells.layers.fused import fused_recurrence
 IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
 
 _portable_depth = 0
+_loop_overrides: list = []  # innermost last; see `loop_override`
 
 
 @contextlib.contextmanager
@@ -44,6 +45,19 @@ def portable() -> Iterator[None]:
         yield
     finally:
         _portable_depth -= 1
+
+
+@contextlib.contextmanager
+def loop_override(loop: Any) -> Iterator[None]:
+    """Within this context every ``RNN`` layer runs its recurrence as
+    ``loop(layer, sequences, initial_state, mask, training)``, which returns
+    ``inner_loop``'s ``(last_output, outputs, states)``: how an exporter traces
+    a path its converter understands (export/onnx_rnn.py)."""
+    _loop_overrides.append(loop)
+    try:
+        yield
+    finally:
+        _loop_overrides.pop()
 
 
 def gpu_available() -> bool:
@@ -159,6 +173,8 @@ class RNN(keras.layers.RNN):
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if tree.is_nested(mask):
             mask = mask[0]
+        if _loop_overrides and not in_stateless_scope():
+            return _loop_overrides[-1](self, sequences, initial_state, mask, training)
         path = self.path()
         if path == "generic" or in_stateless_scope():
             # Keras' shape inference (and `stateless_call`) reads variables

@@ -5,6 +5,7 @@ from keras_rnncells.text.tokenizers import (
     CharTokenizer,
     Tokenizer,
     WordPieceTokenizer,
+    WordTokenizer,
 )
 from keras_rnncells.text.vocabulary import (
     END,
@@ -32,4 +33,5 @@ __all__ = [
     "CharTokenizer",
     "Tokenizer",
     "WordPieceTokenizer",
+    "WordTokenizer",
 ]

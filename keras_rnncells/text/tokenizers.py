@@ -1,7 +1,8 @@
 """In-graph tokenizers: Keras layers from strings to padded ids and back.
 
-`CharTokenizer` (Unicode characters) and `WordPieceTokenizer` (BERT subwords)
-share everything but how they split a string into tokens and join tokens back:
+`CharTokenizer` (Unicode characters), `WordTokenizer` (whitespace-separated
+words) and `WordPieceTokenizer` (BERT subwords) share everything but how
+they split a string into tokens and join tokens back:
 the vocabulary (beginning with the special tokens of `vocabulary`, ids 0-3),
 the lookup tables, padding, ``[START]``/``[END]``, truncation, detokenization,
 configuration, vocabulary files and learning. The lookups are TensorFlow hash
@@ -254,6 +255,48 @@ def _characters(strings: tf.Tensor, lowercase: bool) -> tf.RaggedTensor:
     if lowercase:
         strings = tf.strings.lower(strings, encoding="utf-8")
     return tf.strings.unicode_split(strings, "UTF-8")
+
+
+@keras.saving.register_keras_serializable(package="keras_rnncells")
+class WordTokenizer(Tokenizer):
+    """Tokens are the words of the strings: runs of non-whitespace characters.
+
+    ``tokenize`` splits on whitespace (``tf.strings.split``), after
+    lower-casing (Unicode-aware) if ``lowercase``; punctuation stays inside
+    its word ("robin's egg" is two words). ``detokenize`` joins the words with
+    one space, so a round trip gives the text with its whitespace runs made
+    single spaces and trimmed. The empty string has no token.
+
+    Args: those of `Tokenizer`.
+    """
+
+    def _split(self, strings: tf.Tensor) -> tf.RaggedTensor:
+        return _words(strings, self.lowercase)
+
+    def _join(self, tokens: tf.RaggedTensor) -> tf.Tensor:
+        return tf.strings.reduce_join(tokens, axis=-1, separator=" ")
+
+    @classmethod
+    def from_corpus(
+        cls,
+        texts: Texts,
+        lowercase: bool = False,
+        min_count: int = 1,
+        max_size: int | None = None,
+        **kwargs: Any,
+    ) -> WordTokenizer:
+        """The tokenizer of the words of ``texts``, learned as
+        `CharTokenizer.from_corpus` learns characters."""
+        vocabulary = learn_frequency_vocabulary(
+            texts, lambda strings: _words(strings, lowercase), min_count, max_size
+        )
+        return cls(vocabulary, lowercase=lowercase, **kwargs)
+
+
+def _words(strings: tf.Tensor, lowercase: bool) -> tf.RaggedTensor:
+    if lowercase:
+        strings = tf.strings.lower(strings, encoding="utf-8")
+    return tf.strings.split(strings)
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")

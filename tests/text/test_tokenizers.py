@@ -17,6 +17,7 @@ from keras_rnncells.text import (
     UNK_TEXT,
     CharTokenizer,
     WordPieceTokenizer,
+    WordTokenizer,
 )
 
 CHAR_TEXTS = ["Hello, World!", "café 日本", "", "dab"]
@@ -256,3 +257,24 @@ def test_vocabulary_file_refuses_line_breaks(tmp_path):
 def test_bad_arguments_raise_value_errors(make, argument):
     with pytest.raises(ValueError, match=f"`{argument}`"):
         make()
+
+
+def test_word_tokenizer_round_trip_and_saving(tmp_path):
+    tokenizer = WordTokenizer.from_corpus(
+        ["light  Blue", "blue green", "robin's egg"], lowercase=True
+    )
+    assert tokenizer.vocabulary[4] == "blue"  # the most frequent word first
+    ids = tokenizer(["Light blue ", "", "dark blue"], add_start=True, add_end=True).numpy()
+    light, blue = tokenizer.vocabulary.index("light"), tokenizer.vocabulary.index("blue")
+    assert ids.tolist() == [
+        [START_ID, light, blue, END_ID],
+        [START_ID, END_ID, PAD_ID, PAD_ID],
+        [START_ID, UNK_ID, blue, END_ID],
+    ]
+    texts = tokenizer.detokenize(ids).numpy().tolist()
+    assert texts == [b"light blue", b"", UNK_TEXT.encode() + b" blue"]
+    tokenizer.save_vocabulary(tmp_path / "words.txt")
+    loaded = WordTokenizer.from_vocabulary_file(tmp_path / "words.txt", lowercase=True)
+    np.testing.assert_array_equal(loaded(["robin's egg"]), tokenizer(["robin's egg"]))
+    config_copy = WordTokenizer.from_config(tokenizer.get_config())
+    assert config_copy.vocabulary == tokenizer.vocabulary and config_copy.lowercase

@@ -1,0 +1,160 @@
+"""ONNX export: tf2onnx conversion, an onnxruntime parity check, a manifest.
+
+Layout: ``EXPORT_DIR/onnx/<model>/<version>/model.onnx`` next to its
+``manifest.json`` (``onnx_path``), so ``EXPORT_DIR/<model>/<version>/`` stays
+TF Serving's SavedModel directory and each artifact has a directory (and a
+manifest) of its own.
+
+The model is traced afresh for ONNX under ``onnx_tracing`` (onnx_rnn.py):
+GRU, LSTM and SimpleRNN layers become ONNX's GRU/LSTM/RNN nodes, every other
+cell Keras' while loop (an ONNX ``Loop``); the manifest's
+``recurrent_layers`` says which layer became what, and why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from keras_rnncells.export.manifest import tensor_spec, write_manifest
+from keras_rnncells.export.onnx_rnn import native_op_handlers, onnx_tracing
+from keras_rnncells.export.servable import Servable
+from keras_rnncells.training import write_atomically
+
+MIN_OPSET = 17
+MODEL_FILE = "model.onnx"
+
+
+def onnx_path(export_dir: str | os.PathLike, name: str, version: int) -> Path:
+    """Where ``write_onnx`` puts model ``name``, version ``version``."""
+    return Path(export_dir) / "onnx" / name / str(version) / MODEL_FILE
+
+
+def convert(function: Any, opset: int = MIN_OPSET) -> tuple[Any, list[dict[str, str]]]:
+    """``function`` (a ``tf.function`` with a named ``input_signature``) as an
+    ONNX ``ModelProto``, and what each recurrent layer became."""
+    import tf2onnx
+
+    if isinstance(opset, bool) or not isinstance(opset, int) or opset < MIN_OPSET:
+        raise ValueError(f"Argument `opset` must be an integer >= {MIN_OPSET}, received: {opset!r}")
+    signature = getattr(function, "input_signature", None)
+    if not signature:
+        raise ValueError(
+            "Argument `servable` must give a tf.function with an input_signature of "
+            f"named TensorSpecs for ONNX, received: {function!r}"
+        )
+    fresh = tf.function(function.python_function, input_signature=signature)
+    with onnx_tracing() as layers:
+        outputs = fresh.get_concrete_function().structured_outputs
+    if not isinstance(outputs, dict) or not all(isinstance(t, tf.Tensor) for t in outputs.values()):
+        raise ValueError(
+            "Argument `servable` must give a function returning a flat dict of named "
+            f"tensors for ONNX, received outputs {outputs!r}"
+        )
+    model, _ = tf2onnx.convert.from_function(
+        fresh, input_signature=signature, opset=opset, custom_op_handlers=native_op_handlers()
+    )
+    return model, layers
+
+
+def run_onnx(model: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``model`` (a ``ModelProto`` or a path) run by onnxruntime on the CPU."""
+    import onnxruntime
+
+    source = model if isinstance(model, (str, os.PathLike)) else model.SerializeToString()
+    session = onnxruntime.InferenceSession(
+        str(source) if isinstance(source, Path) else source, providers=["CPUExecutionProvider"]
+    )
+    names = [output.name for output in session.get_outputs()]
+    return dict(zip(names, session.run(names, inputs)))
+
+
+def parity(model: Any, function: Any, examples: dict[str, np.ndarray]) -> dict[str, float]:
+    """Max absolute difference per output between onnxruntime and TensorFlow."""
+    expected = {name: np.asarray(value) for name, value in function(**examples).items()}
+    found = run_onnx(model, examples)
+    missing = sorted(set(expected) - set(found))
+    if missing:
+        raise ValueError(f"The ONNX model lacks output(s) {missing}; it has {sorted(found)}")
+    return {
+        name: float(np.max(np.abs(found[name].astype(np.float64) - value), initial=0.0))
+        for name, value in expected.items()
+    }
+
+
+def value_specs(values: Any) -> list[dict[str, Any]]:
+    """The manifest's inputs or outputs from an ONNX graph's value infos."""
+    from onnx import helper
+
+    specs = []
+    for value in values:
+        tensor = value.type.tensor_type
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type)).name
+        shape = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        specs.append(tensor_spec(value.name, dtype, shape))
+    return specs
+
+
+def write_vocabulary(path: Path, tokens: list[str]) -> None:
+    write_atomically(
+        path, lambda temporary: Path(temporary).write_text("\n".join(tokens) + "\n", "utf-8")
+    )
+
+
+def write_onnx(
+    servable: Servable,
+    path: str | os.PathLike,
+    opset: int = MIN_OPSET,
+    check: bool = True,
+    tolerance: float = 1e-4,
+    version: int | None = None,
+) -> dict[str, Any]:
+    """Converts ``servable.onnx()`` with tf2onnx and writes it to ``path``
+    (atomically), with ``manifest.json`` and the vocabulary files next to it.
+
+    With ``check`` the model first runs in onnxruntime on the servable's
+    examples; the largest absolute difference from TensorFlow per output is
+    recorded as ``parity``, and a ``ValueError`` is raised (nothing written)
+    when one exceeds ``tolerance``. Returns the manifest.
+    """
+    path = Path(path)
+    if path.suffix != ".onnx":
+        raise ValueError(f"Argument `path` must name a .onnx file, received: {str(path)!r}")
+    if not tolerance > 0:
+        raise ValueError(f"Argument `tolerance` must be a positive float, received: {tolerance!r}")
+    function, examples = servable.onnx()
+    model, layers = convert(function, opset)
+    errors = parity(model, function, examples) if check else {}
+    too_far = {name: error for name, error in errors.items() if not error <= tolerance}
+    if too_far:
+        raise ValueError(
+            f"ONNX model {servable.name!r} differs from TensorFlow by {too_far} "
+            f"(max abs error per output), above tolerance={tolerance}"
+        )
+    write_atomically(path, lambda temporary: Path(temporary).write_bytes(model.SerializeToString()))
+    for name, tokens in servable.vocabulary_files.items():
+        write_vocabulary(path.parent / name, tokens)
+    measured = {"max_abs_error": errors, "tolerance": tolerance, "runtime": "onnxruntime"}
+    manifest_path = write_manifest(
+        path.parent,
+        model=servable.name,
+        cell=servable.cell,
+        version=version,
+        format="onnx",
+        inputs=value_specs(model.graph.input),
+        outputs=value_specs(model.graph.output),
+        parity=measured if check else {},
+        vocabulary_files=sorted(servable.vocabulary_files),
+        extra={"file": path.name, "opset": opset_of(model), "recurrent_layers": layers},
+    )
+    return json.loads(manifest_path.read_text(encoding="utf-8"))
+
+
+def opset_of(model: Any) -> int:
+    """The default-domain opset an ONNX model was written for."""
+    return next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))

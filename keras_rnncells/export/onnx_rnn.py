@@ -1,0 +1,225 @@
+"""Recurrent layers as ONNX sees them: native GRU/LSTM/RNN nodes, or a Loop.
+
+tf2onnx cannot convert the fused path (an XLA-compiled ``tf.function`` under
+``tf.custom_gradient``: it stays a ``StatefulPartitionedCall``), and its RNN
+rewriters match the per-step input matmul of Keras' own cells, which our cells
+hoist out of the loop. So while a model is traced for ONNX (``onnx_tracing``),
+every ``RNN`` layer takes one of two paths:
+
+* native: a ``GRUCell``, ``LSTMCell`` or ``SimpleRNNCell`` in the default
+  configuration (tanh / sigmoid, no layer norm, forward, not stateful, float32)
+  emits a placeholder op (a ``tf.numpy_function``) whose inputs are already
+  ONNX's ``X, W, R, B, sequence_lens, initial_h(, initial_c)`` and whose
+  outputs are ONNX's ``Y, Y_h(, Y_c)``; ``native_op_handlers`` turns it into
+  the ONNX node. A mask is read as right-padded sequence lengths (the number
+  of true steps per row), as Keras' cuDNN kernel reads it: pad on the right
+  (the tokenizers of ``keras_rnncells.text`` do). Left-padded or holey masks
+  would need Keras' loop (an ``If`` around both paths did not convert: tf2onnx
+  1.17 fails on a GRU's bias slices inside a ``Loop`` inside an ``If``).
+* generic: Keras' own ``while_loop`` (``implementation="generic"``), which
+  tf2onnx converts to a ``Loop``.
+
+Weight layouts: Keras' column blocks (GRU z, r, h; LSTM i, f, c, o) become
+ONNX's row blocks (GRU z, r, h; LSTM i, o, f, c), one direction:
+``W`` (1, G units, input), ``R`` (1, G units, units), ``B`` (1, 2 G units) =
+input bias then recurrent bias. GRU ``reset_after=True`` is ONNX's
+``linear_before_reset=1``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import keras
+import tensorflow as tf
+from keras import tree
+
+from keras_rnncells.cells.gru import GRUCell
+from keras_rnncells.cells.lstm import LSTMCell
+from keras_rnncells.cells.simple import SimpleRNNCell
+from keras_rnncells.layers.rnn import loop_override, portable
+
+PLACEHOLDER = "PyFunc"  # the TF op type of tf.numpy_function
+# ONNX op, Keras block order -> ONNX block order, per cell class.
+NATIVE_OPS = {
+    GRUCell: ("GRU", (0, 1, 2)),
+    LSTMCell: ("LSTM", (0, 3, 1, 2)),
+    SimpleRNNCell: ("RNN", (0,)),
+}
+
+_placeholders: dict[str, dict[str, Any]] = {}  # numpy_function token -> ONNX op and attributes
+
+
+def activation_name(activation: Any) -> str | None:
+    return getattr(activation, "__name__", None)
+
+
+def native_op(layer: Any) -> tuple[str | None, str]:
+    """The ONNX op of ``layer`` (``"GRU"``, ``"LSTM"``, ``"RNN"``) or ``None``,
+    with the reason when ``None``."""
+    cell = layer.cell
+    if type(cell) not in NATIVE_OPS:
+        return None, f"{type(cell).__name__} has no native ONNX op"
+    checks = {
+        "go_backwards": not layer.go_backwards,
+        "stateful": not layer.stateful,
+        "layer_norm": not cell.layer_norm,
+        "activation": activation_name(cell.activation) == "tanh",
+        "recurrent_activation": type(cell) is SimpleRNNCell
+        or activation_name(cell.recurrent_activation) == "sigmoid",
+        "dtype": cell.compute_dtype == "float32",
+    }
+    failed = [name for name, ok in checks.items() if not ok]
+    if failed:
+        return None, f"{type(cell).__name__} with non-default {', '.join(failed)}"
+    return NATIVE_OPS[type(cell)][0], "native"
+
+
+def onnx_weights(cell: Any) -> tuple:
+    """``W, R, B`` in ONNX's layout (one direction) from the cell's variables."""
+    _, order = NATIVE_OPS[type(cell)]
+    units = cell.units
+
+    def rows(matrix):  # (rows, G units) Keras columns -> (1, G units, rows) ONNX rows
+        blocks = tf.split(tf.transpose(tf.convert_to_tensor(matrix)), len(order), axis=0)
+        return tf.concat([blocks[i] for i in order], axis=0)[None]
+
+    def row_bias(vector):
+        blocks = tf.split(vector, len(order))
+        return tf.concat([blocks[i] for i in order], axis=0)
+
+    zeros = tf.zeros((len(order) * units,), cell.compute_dtype)
+    if cell.bias is None:
+        input_bias, recurrent_bias = zeros, zeros
+    elif isinstance(cell, GRUCell) and cell.reset_after:
+        bias = tf.convert_to_tensor(cell.bias)
+        input_bias, recurrent_bias = bias[0], bias[1]
+    else:
+        input_bias, recurrent_bias = tf.convert_to_tensor(cell.bias), zeros
+    bias = tf.concat([row_bias(input_bias), row_bias(recurrent_bias)], axis=0)[None]
+    return rows(cell.kernel), rows(cell.recurrent_kernel), bias
+
+
+def as_text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def not_in_tensorflow(*_: Any) -> Any:
+    raise RuntimeError("this graph was traced for ONNX export only; run the ONNX model instead")
+
+
+def native_loop(layer: Any, op: str, sequences, initial_state, mask) -> tuple:
+    """The layer's recurrence as one ONNX ``op`` node (placeholder in TF)."""
+    cell = layer.cell
+    states = [tf.convert_to_tensor(s) for s in tree.flatten(initial_state)]
+    lengths = None
+    if mask is not None:
+        mask = tf.cast(mask, tf.bool)
+        lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
+    inputs = [tf.transpose(sequences, (1, 0, 2)), *onnx_weights(cell)]
+    # ONNX Runtime rejects zero lengths: run those rows one step, then undo.
+    inputs += [] if lengths is None else [tf.maximum(lengths, 1)]
+    inputs += [s[None] for s in states]
+    dtype = sequences.dtype
+    results = tf.numpy_function(
+        not_in_tensorflow, inputs, [dtype] * (1 + len(states)), stateful=True, name=f"onnx_{op}"
+    )
+    _placeholders[as_text(results[0].op.get_attr("token"))] = {
+        "op": op,
+        "hidden_size": cell.units,
+        "has_lengths": lengths is not None,
+        "linear_before_reset": int(op == "GRU" and cell.reset_after),
+    }
+    units = cell.units
+    y = tf.ensure_shape(results[0], (None, 1, None, units))
+    outputs = tf.transpose(y[:, 0], (1, 0, 2))
+    final = [tf.ensure_shape(r, (1, None, units))[0] for r in results[1:]]
+    last = final[0]
+    if mask is not None:
+        valid = (lengths > 0)[:, None]
+        final = [tf.where(valid, f, s) for f, s in zip(final, states)]
+        last = tf.where(valid, final[0], tf.zeros_like(final[0]))
+        if layer.zero_output_for_mask:
+            last = tf.where(mask[:, -1:], last, tf.zeros_like(last))
+            fill = tf.zeros_like(outputs)
+        else:
+            fill = tf.broadcast_to(last[:, None], tf.shape(outputs))
+        outputs = tf.where(mask[:, :, None], outputs, fill)
+    if not layer.return_sequences:
+        outputs = last[:, None]
+    return last, outputs, final
+
+
+def onnx_loop(layer: Any, sequences, initial_state, mask, training) -> tuple:
+    """``loop_override`` for ONNX tracing: native op where it fits, else Keras' loop."""
+    op, reason = native_op(layer)
+    if training:
+        op, reason = None, "traced in training mode"
+
+    if _traced_layers is not None:
+        record = {"layer": layer.name, "cell": type(layer.cell).__name__}
+        record.update(onnx=op or "Loop", note=reason)
+        if mask is not None and op is not None:
+            record["note"] = "native; its mask is read as right-padded lengths"
+        _traced_layers[:] = [r for r in _traced_layers if r["layer"] != layer.name] + [record]
+    if op is None:
+        return keras.layers.RNN.inner_loop(layer, sequences, initial_state, mask, training=training)
+    return native_loop(layer, op, sequences, initial_state, mask)
+
+
+_traced_layers: list | None = None
+
+
+@contextlib.contextmanager
+def onnx_tracing() -> Iterator[list[dict[str, str]]]:
+    """Within this context layers trace what tf2onnx converts: no cuDNN, no
+    XLA function; native GRU/LSTM/RNN placeholders or Keras' loop. Yields the
+    list it fills with what each layer became (``layer``, ``cell``, ``onnx``:
+    the op or ``"Loop"``, ``note``)."""
+    global _traced_layers
+    outer, _traced_layers = _traced_layers, []
+    try:
+        with portable(), loop_override(onnx_loop):
+            yield _traced_layers
+    finally:
+        _traced_layers = outer
+
+
+def convert_placeholder(ctx: Any, node: Any, name: str, args: Any) -> None:
+    """tf2onnx custom-op handler: a ``onnx_tracing`` placeholder -> its ONNX node."""
+    token = as_text(node.get_attr_value("token"))
+    if token not in _placeholders:
+        raise ValueError(f"{node.name}: a tf.numpy_function tf2onnx cannot convert")
+    spec = _placeholders[token]
+    inputs = list(node.input)
+    x, w, r, b, rest = inputs[0], inputs[1], inputs[2], inputs[3], inputs[4:]
+    lengths = rest.pop(0) if spec["has_lengths"] else ""  # int32, as ONNX wants
+    ctx.replace_inputs(node, [x, w, r, b, lengths, *rest])
+    node.type = spec["op"]
+    for attribute in ("token", "Tin", "Tout", "_output_shapes"):
+        if attribute in node.attr:
+            del node.attr[attribute]
+    node.set_attr("hidden_size", spec["hidden_size"])
+    if spec["op"] == "GRU":
+        node.set_attr("linear_before_reset", spec["linear_before_reset"])
+
+
+def native_op_handlers() -> dict[str, tuple]:
+    """``custom_op_handlers`` for ``tf2onnx.convert.from_function``."""
+    return {PLACEHOLDER: (convert_placeholder, [])}
+
+
+def graph_op_types(graph: Any) -> set[str]:
+    """Every op type of an ONNX graph, its subgraphs (Loop, If bodies) included."""
+    types = set()
+    for node in graph.node:
+        types.add(node.op_type)
+        for attribute in node.attribute:
+            if attribute.g is not None and attribute.g.node:
+                types |= graph_op_types(attribute.g)
+    return types
+
+
+__all__ = ["graph_op_types", "native_op", "native_op_handlers", "onnx_tracing"]

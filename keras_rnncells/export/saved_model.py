@@ -1,0 +1,369 @@
+"""SavedModel export in TF Serving's layout, checked in a fresh process.
+
+``write_saved_model(servable, export_root)`` writes ``export_root/<name>/<version>/``::
+
+    saved_model.pb, variables/       tf.saved_model.save of servable.module (and the
+                                     variables servable.serve reads, `serving_root`),
+                                     signatures={"serving_default": servable.serve}
+    assets.extra/<vocabulary files>  the tokens, one per line, for clients: the graph
+                                     holds its own tables and never reads them
+    manifest.json                    keras_rnncells.export.manifest (checksums, parity)
+
+TF Serving loads ``saved_model.pb``, ``variables/`` and ``assets/`` of a
+version directory and looks into ``assets.extra/`` for
+``tf_serving_warmup_requests`` only, so ``manifest.json`` sits next to them.
+It also treats only numeric directory names as versions, and loads a version
+as soon as the directory appears: the export is built and checked in a
+hidden sibling directory (``.<version>.*``) and renamed into place once done.
+
+Before that rename, the graph is scanned for cuDNN-only ops (a model traced on
+a GPU's cuDNN path would not serve on a CPU), and the SavedModel is run in a
+fresh Python process that imports only TensorFlow and tensorflow-text
+(``keras_rnncells.export.check``), both by ``tf.saved_model.load`` and in a
+TensorFlow 1 session after its restore op, as TF Serving and ``saved_model_cli
+run`` load it. Their outputs on ``servable.examples`` must match
+``servable.serve`` in this process (float outputs to ``tolerance``, strings
+and integers exactly); the errors are recorded in the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+from keras_rnncells.export import check as checker
+from keras_rnncells.export.check import SIGNATURE, load_and_run
+from keras_rnncells.export.manifest import tensor_spec, write_manifest
+from keras_rnncells.export.servable import Servable
+from keras_rnncells.layers.rnn import portable
+
+VOCABULARY_DIRECTORY = "assets.extra"
+
+__all__ = [
+    "cudnn_ops",
+    "load_and_run",
+    "predict_request",
+    "write_saved_model",
+    "write_saved_models",
+]
+
+
+def write_saved_model(
+    servable: Servable,
+    export_root: str | os.PathLike,
+    version: int | None = None,
+    overwrite: bool = False,
+    check: bool = True,
+    tolerance: float = 1e-5,
+) -> Path:
+    """Exports ``servable`` to ``export_root/<servable.name>/<version>/`` and
+    returns that directory.
+
+    ``version``: a positive integer, or ``None`` for one more than the largest
+    version there (1 for the first). An existing version is replaced only with
+    ``overwrite=True``. ``check=False`` skips the fresh-process parity check
+    (the manifest then records no parity)."""
+    return write_saved_models([servable], export_root, version, overwrite, check, tolerance)[0]
+
+
+def write_saved_models(
+    servables: Sequence[Servable],
+    export_root: str | os.PathLike,
+    version: int | None = None,
+    overwrite: bool = False,
+    check: bool = True,
+    tolerance: float = 1e-5,
+) -> list[Path]:
+    """``write_saved_model`` for several servables (distinct names), checked
+    in one fresh process (importing TensorFlow there takes seconds)."""
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or version < 1
+    ):
+        raise ValueError(f"Argument `version` must be a positive integer or None, got {version!r}")
+    names = [servable.name for servable in servables]
+    if len(set(names)) != len(names):
+        raise ValueError(f"Argument `servables` must have distinct names, got {names}")
+    targets = [version_directory(Path(export_root) / name, version, overwrite) for name in names]
+    staged: list[Path] = []
+    try:
+        for servable, target in zip(servables, targets):
+            staged.append(stage(servable, target))
+        parities = fresh_parities(servables, staged, tolerance) if check else [{}] * len(staged)
+        for servable, directory, target, parity in zip(servables, staged, targets, parities):
+            write_servable_manifest(servable, directory, int(target.name), parity)
+            publish(directory, target)
+    finally:
+        for directory in staged:
+            shutil.rmtree(directory, ignore_errors=True)  # left only on failure
+    return targets
+
+
+def version_directory(model_directory: Path, version: int | None, overwrite: bool) -> Path:
+    """Where the version goes: ``version``, else the next one after the largest."""
+    existing = (
+        [int(p.name) for p in model_directory.iterdir() if p.is_dir() and p.name.isdigit()]
+        if model_directory.is_dir()
+        else []
+    )
+    if version is None:
+        version = max(existing, default=0) + 1
+    elif version in existing and not overwrite:
+        raise ValueError(
+            f"Argument `version`: {model_directory / str(version)} exists; "
+            "pass overwrite=True to replace it, or another version"
+        )
+    return model_directory / str(version)
+
+
+def stage(servable: Servable, target: Path) -> Path:
+    """The SavedModel and vocabulary files in a hidden sibling of ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    directory = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    with portable():
+        tf.saved_model.save(
+            serving_root(servable), os.fspath(directory), signatures={SIGNATURE: servable.serve}
+        )
+    found = saved_model_cudnn_ops(directory)
+    if found:
+        raise ValueError(
+            f"Argument `servable` ({servable.name!r}) traced cuDNN-only ops {found}, which "
+            "serve on no CPU: trace its functions under keras_rnncells.layers.rnn.portable()"
+        )
+    for name, tokens in servable.vocabulary_files.items():
+        path = directory / VOCABULARY_DIRECTORY / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("".join(f"{token}\n" for token in tokens), encoding="utf-8")
+    return directory
+
+
+def serving_root(servable: Servable) -> tf.Module:
+    """What is saved: ``servable.module`` and, tracked directly, the variables
+    ``serve`` reads. Saved through Keras 3 layers only, those variables are
+    restored by ``tf.saved_model.load`` but not by the SavedModel's restore op,
+    which TF Serving and ``saved_model_cli run`` use ("Could not find variable
+    ..."; keras-team/keras#19274); ``keras.export.ExportArchive`` tracks them
+    the same way."""
+    root = tf.Module()
+    root.module = servable.module
+    root.serving_variables = list(servable.serve.get_concrete_function().variables)
+    return root
+
+
+def publish(directory: Path, target: Path) -> None:
+    """Renames ``directory`` onto ``target``; an old ``target`` is first moved
+    aside (a directory cannot be renamed onto a non-empty one) and deleted."""
+    if not target.exists():
+        os.replace(directory, target)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+    os.replace(target, old / target.name)
+    os.replace(directory, target)
+    shutil.rmtree(old)
+
+
+def cudnn_ops(graph_def: tf.compat.v1.GraphDef) -> list[str]:
+    """The cuDNN ops (``CudnnRNN``, ``CudnnRNNV3``, ...) of ``graph_def``,
+    its function library included."""
+    nodes = [*graph_def.node]
+    for function in graph_def.library.function:
+        nodes.extend(function.node_def)
+    return sorted({node.op for node in nodes if "cudnn" in node.op.lower()})
+
+
+def saved_model_cudnn_ops(directory: str | os.PathLike) -> list[str]:
+    saved_model = saved_model_pb2.SavedModel()
+    saved_model.ParseFromString((Path(directory) / "saved_model.pb").read_bytes())
+    return sorted({op for graph in saved_model.meta_graphs for op in cudnn_ops(graph.graph_def)})
+
+
+# -- parity in a fresh process ---------------------------------------------------
+
+
+def fresh_parities(
+    servables: Sequence[Servable], directories: Sequence[Path], tolerance: float
+) -> list[dict[str, Any]]:
+    """Each servable's outputs on its examples, in this process and from its
+    SavedModel in a fresh one by each loader of ``check.LOADERS``, compared
+    (see `compare_outputs`)."""
+    reloaded = run_in_fresh_process(
+        [(directory, servable.examples) for servable, directory in zip(servables, directories)]
+    )
+    parities = []
+    for servable, by_loader in zip(servables, reloaded):
+        expected = servable.serve(**{k: tf.constant(v) for k, v in servable.examples.items()})
+        expected = {name: tensor.numpy() for name, tensor in expected.items()}
+        parities.append(
+            {
+                "reference": "servable.serve in the exporting process",
+                "checked_in": "a fresh Python process importing tensorflow, tensorflow_text",
+                "loaders": {
+                    "load": "tf.saved_model.load",
+                    "session": "TF1 session after the restore op, as TF Serving runs it",
+                },
+                "examples": len(next(iter(servable.examples.values()))),
+                "tolerance": tolerance,
+                "outputs": {
+                    loader: compare_outputs(
+                        expected, actual, tolerance, f"{servable.name} {loader}"
+                    )
+                    for loader, actual in by_loader.items()
+                },
+            }
+        )
+    return parities
+
+
+def run_in_fresh_process(
+    jobs: Sequence[tuple[Path, dict[str, np.ndarray]]],
+) -> list[dict[str, dict[str, np.ndarray]]]:
+    """For every job ``(directory, inputs)``, the outputs of its SavedModel's
+    ``serving_default`` by loader (``check.LOADERS``), all run in one new Python
+    process that cannot import keras_rnncells (``keras_rnncells.export.check``)."""
+    with tempfile.TemporaryDirectory() as temporary:
+        temporary = Path(temporary)
+        request = []
+        for index, (directory, inputs) in enumerate(jobs):
+            np.savez(temporary / f"inputs{index}.npz", **inputs)
+            request.append(
+                {
+                    "directory": os.fspath(Path(directory).resolve()),
+                    "inputs": os.fspath(temporary / f"inputs{index}.npz"),
+                    "outputs": os.fspath(temporary / f"outputs{index}"),
+                }
+            )
+        (temporary / "request.json").write_text(json.dumps(request), encoding="utf-8")
+        source = Path(checker.__file__).read_text(encoding="utf-8")
+        result = subprocess.run(
+            [sys.executable, "-c", source, os.fspath(temporary / "request.json")],
+            cwd=temporary,
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"Loading the SavedModel in a fresh process failed (exit {result.returncode}):\n"
+                + result.stderr[-4000:]
+            )
+        outputs = []
+        for job in request:
+            by_loader = {}
+            for loader in checker.LOADERS:
+                with np.load(f"{job['outputs']}.{loader}.npz") as loaded:
+                    by_loader[loader] = dict(loaded)
+            outputs.append(by_loader)
+        return outputs
+
+
+def compare_outputs(
+    expected: dict[str, np.ndarray], actual: dict[str, np.ndarray], tolerance: float, what: str
+) -> dict[str, dict[str, Any]]:
+    """Per output: ``{"max_abs_error": e}`` for floats, ``{"equal": True}``
+    otherwise. Raises ``RuntimeError`` on a missing output, another shape, a
+    float error above ``tolerance`` or unequal strings or integers."""
+    if set(expected) != set(actual):
+        raise RuntimeError(f"{what}: outputs {sorted(actual)} reloaded, {sorted(expected)} served")
+    report = {}
+    for name in sorted(expected):
+        want, got = np.asarray(expected[name]), np.asarray(actual[name])
+        if want.shape != got.shape:
+            raise RuntimeError(f"{what}: output {name!r} reloaded as {got.shape}, not {want.shape}")
+        if np.issubdtype(want.dtype, np.floating):
+            error = float(np.max(np.abs(want - got), initial=0.0))
+            if not error <= tolerance:  # NaN fails too
+                raise RuntimeError(f"{what}: output {name!r} differs by {error} > {tolerance}")
+            report[name] = {"max_abs_error": error}
+        else:
+            if want.dtype == object:  # TensorFlow strings; the fresh process sent bytes
+                want = want.astype(bytes)
+            if not np.array_equal(want, got):
+                raise RuntimeError(f"{what}: output {name!r} reloaded as {got}, served {want}")
+            report[name] = {"equal": True}
+    return report
+
+
+def write_servable_manifest(
+    servable: Servable, directory: Path, version: int, parity: dict[str, Any]
+) -> Path:
+    concrete = servable.serve.get_concrete_function()
+    inputs = [tensor_spec(s.name, s.dtype.name, s.shape.as_list()) for s in input_specs(servable)]
+    outputs = [
+        tensor_spec(name, tensor.dtype.name, tensor.shape.as_list())
+        for name, tensor in sorted(concrete.structured_outputs.items())
+    ]
+    return write_manifest(
+        directory,
+        model=servable.name,
+        cell=servable.cell,
+        version=version,
+        format="savedmodel",
+        inputs=inputs,
+        outputs=outputs,
+        parity=parity,
+        vocabulary_files=[f"{VOCABULARY_DIRECTORY}/{name}" for name in servable.vocabulary_files],
+        extra={"tags": ["serve"], "signature": SIGNATURE},
+    )
+
+
+# -- TF Serving's gRPC API ---------------------------------------------------------
+
+
+def input_specs(servable_or_signature: Any) -> list[tf.TensorSpec]:
+    """The named input specs of a ``Servable`` or of a loaded signature."""
+    if isinstance(servable_or_signature, Servable):
+        return list(servable_or_signature.serve.input_signature)
+    structured = getattr(servable_or_signature, "structured_input_signature", None)
+    if structured is None:
+        raise ValueError(
+            "Argument `servable_or_signature` must be a Servable or a SavedModel signature "
+            f"(loaded.signatures[...]), got {servable_or_signature!r}"
+        )
+    return [tf.TensorSpec(spec.shape, spec.dtype, name) for name, spec in structured[1].items()]
+
+
+def predict_request(
+    servable_or_signature: Any,
+    inputs: dict[str, Any],
+    model_name: str,
+    signature_name: str = SIGNATURE,
+    version: int | None = None,
+) -> Any:
+    """A TF Serving gRPC ``PredictRequest`` (tensorflow-serving-api) for
+    ``model_name``'s signature, with ``inputs`` (arrays by input name) as
+    tensors of the signature's dtypes, for
+    ``PredictionServiceStub(channel).Predict(request)``."""
+    from tensorflow_serving.apis import predict_pb2
+
+    specs = {spec.name: spec for spec in input_specs(servable_or_signature)}
+    if set(inputs) != set(specs):
+        raise ValueError(
+            f"Argument `inputs` must have the keys {sorted(specs)}, got {sorted(inputs)}"
+        )
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = model_name
+    request.model_spec.signature_name = signature_name
+    if version is not None:
+        request.model_spec.version.value = version
+    for name, spec in specs.items():
+        value = np.asarray(inputs[name])
+        if not spec.shape.is_compatible_with(value.shape):
+            raise ValueError(
+                f"Argument `inputs`: {name!r} must have the shape {spec.shape}, got {value.shape}"
+            )
+        try:
+            request.inputs[name].CopyFrom(tf.make_tensor_proto(value, dtype=spec.dtype))
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"Argument `inputs`: {name!r} must convert to {spec.dtype.name}, got {value.dtype}"
+            ) from error
+    return request
