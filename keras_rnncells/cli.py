@@ -223,7 +223,50 @@ def compare_run(args: argparse.Namespace) -> None:
     print(f"Runs and compare.json in {args.out}")
 
 
+# -- rnncells export ----------------------------------------------------------------
+def export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", help="a directory written by `rnncells train`")
+    parser.add_argument("--out", default="export", help="export root (default ./export)")
+    parser.add_argument(
+        "--version", type=positive_int, help="version number (default: one more than the last)"
+    )
+    parser.add_argument(
+        "--format", default="savedmodel,onnx", help="savedmodel, onnx or both (default both)"
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing version")
+
+
+def export_command(args: argparse.Namespace) -> None:
+    from keras_rnncells.export.command import export_run, parse_formats
+
+    try:
+        paths = export_run(
+            args.run_dir, args.out, args.version, parse_formats(args.format), args.overwrite
+        )
+    except ValueError as error:
+        raise SystemExit(f"rnncells export: {error}") from None
+    for fmt, path in paths.items():
+        print(f"{fmt:<10} {path} (checked; manifest.json beside it)")
+
+
+# -- rnncells quickstart ------------------------------------------------------------
+def quickstart_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default="rnncells-quickstart", help="where runs and exports go")
+    parser.add_argument("--epochs", type=positive_int, help="training epochs of both models")
+
+
+def quickstart_run(args: argparse.Namespace) -> None:
+    from keras_rnncells.apps.quickstart import quickstart
+
+    quickstart(args.out, args.epochs)
+
+
 COMMANDS: dict[str, Command] = {
+    "quickstart": Command(
+        "train the color namer both ways on the shipped colors, export and query it (~1 min)",
+        quickstart_arguments,
+        quickstart_run,
+    ),
     "cells": Command("list the registered cells and their sizes", cells_arguments, cells_run),
     "demo": Command(
         "train MGU and GRU on the adding problem (no download, under a minute)",
@@ -234,6 +277,11 @@ COMMANDS: dict[str, Command] = {
         "train an application or task, write model, results.json and logs into --out",
         train_arguments,
         train_run,
+    ),
+    "export": Command(
+        "export a trained run as SavedModel (TF Serving layout) and ONNX, checked",
+        export_arguments,
+        export_command,
     ),
     "compare": Command(
         "train several cells (and hidden sizes) on one task, write compare.json, print a table",

@@ -39,9 +39,9 @@ def length_penalty_factor(lengths: tf.Tensor, alpha: float) -> tf.Tensor:
 
 
 def write_column(tokens: tf.Tensor, step: tf.Tensor, column: tf.Tensor) -> tf.Tensor:
-    """``tokens[..., step] = column`` on a buffer whose column ``step`` is still 0."""
-    one_hot = tf.one_hot(step, tokens.shape[-1], dtype=tokens.dtype)
-    return tokens + column[..., None] * one_hot
+    """``tokens[..., step] = column``, in ops that XLA and ONNX both take."""
+    at_step = tf.equal(tf.range(tokens.shape[-1]), step)
+    return tf.where(at_step, column[..., None], tokens)
 
 
 def check_search_args(max_length: int, beam_width: int = 1) -> None:
