@@ -96,3 +96,17 @@ def test_seq2seq_quick_run(tmp_path, capsys):
         assert row["train vs reference"] == pytest.approx(row["train"] / reference["train"])
         assert all(row[column] > 0 for column in ("greedy 1", "greedy 3", "beam4 3"))
     assert "| Seq2Seq(mgu) |" in capsys.readouterr().out
+
+
+def test_serving_quick_run(tmp_path, capsys):
+    saved = tmp_path / "rows.json"
+    arguments = ["--rows", "mgu", "--repeats", "3", "--steps", "4", "--json", str(saved)]
+    rows = load_script("serving").main(arguments)
+    assert json.loads(saved.read_text()) == json.loads(json.dumps(rows))
+    assert {(row["runtime"], row["batch"]) for row in rows} == {
+        (runtime, batch) for runtime in ("SavedModel", "ONNX Runtime") for batch in (1, 64)
+    }
+    for row in rows:
+        assert row["p50_ms"] <= row["p99_ms"]
+        assert row["per_second"] == pytest.approx(1000 * row["batch"] / row["p50_ms"])
+    assert "| mgu | ONNX Runtime | 64 |" in capsys.readouterr().out
