@@ -76,3 +76,17 @@ def test_train_command_on_sst2(require_data, tmp_path):
         verbose=0,
     )
     assert set(evaluation) == {"loss", "accuracy"}
+
+
+def test_exports_to_both_formats(model, tmp_path):
+    """SavedModel checked in a fresh process without keras_rnncells, ONNX in onnxruntime:
+    both within tolerance of the Keras model, or the export raises."""
+    from keras_rnncells.export import verify_manifest
+    from keras_rnncells.export.command import export_servable
+
+    paths = export_servable(servable_for(model), tmp_path)
+    saved = verify_manifest(paths["savedmodel"])
+    assert [spec["name"] for spec in saved["inputs"]] == ["text"]
+    assert {spec["name"] for spec in saved["outputs"]} == {"probability", "label"}
+    onnx = verify_manifest(paths["onnx"].parent)
+    assert onnx["parity"]["max_abs_error"]["probability"] < 1e-4

@@ -115,3 +115,14 @@ def test_train_command(tmp_path, capsys):
         main(arguments)
     with pytest.raises(SystemExit):
         main(["train", "seq2seq", "--out", str(out), "--cell", "no_such_cell"])
+
+
+def test_exports_to_both_formats(model, tmp_path):
+    from keras_rnncells.apps import servable_for
+    from keras_rnncells.export import verify_manifest
+    from keras_rnncells.export.command import export_servable
+
+    paths = export_servable(servable_for(model), tmp_path)
+    assert verify_manifest(paths["savedmodel"])["parity"]
+    onnx = verify_manifest(paths["onnx"].parent)
+    assert onnx["parity"]["max_abs_error"]["tokens"] == 0.0
