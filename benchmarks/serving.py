@@ -65,22 +65,10 @@ def keras_layer_servable(name: str, units: int = 128, input_dim: int = 64) -> Se
     """The reference: Keras' own GRU or LSTM layer, served like ours."""
     import keras
 
-    from keras_rnncells.export import traced
+    from keras_rnncells.export.servable import layer_servable
 
-    layer = {"keras-gru": keras.layers.GRU, "keras-lstm": keras.layers.LSTM}[name](
-        units, return_sequences=True
-    )
-    layer.build((None, None, input_dim))
-    module = tf.Module()
-    module.layer = layer
-
-    def run(sequences):
-        outputs = layer(sequences)
-        return {"outputs": outputs, "last": outputs[:, -1]}
-
-    serve = traced(run, {"sequences": tf.TensorSpec((None, None, input_dim), tf.float32)})
-    examples = {"sequences": np.zeros((2, 5, input_dim), "float32")}
-    return Servable(name=name, cell=None, module=module, serve=serve, examples=examples)
+    layer_class = {"keras-gru": keras.layers.GRU, "keras-lstm": keras.layers.LSTM}[name]
+    return layer_servable(layer_class(units, return_sequences=True), name, input_dim)
 
 
 def servable(name: str) -> Servable:

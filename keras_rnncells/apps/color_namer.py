@@ -22,10 +22,10 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_rnncells.apps.base import TokenizerModel
 from keras_rnncells.apps.colors import (
     ColorExamples,
     ColorSettings,
-    TokenizerModel,
     check_rgb,
     color_features,
     fit_run,

@@ -221,13 +221,3 @@ def settings_from_arguments(cls: type, args: Any) -> Any:
     given = {key: getattr(args, key) for key in ("cell", "units", "epochs", "batch_size", "seed")}
     given["train_size"] = args.limit
     return cls(**{key: value for key, value in given.items() if value is not None})
-
-
-class TokenizerModel(keras.Model):
-    """Base of the color models: their config holds their tokenizer, serialized."""
-
-    @classmethod
-    def from_config(cls, config: dict) -> TokenizerModel:
-        config = dict(config)
-        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
-        return cls(**config)

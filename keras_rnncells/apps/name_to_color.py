@@ -28,9 +28,9 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_rnncells.apps.base import TokenizerModel
 from keras_rnncells.apps.colors import (
     ColorSettings,
-    TokenizerModel,
     fit_run,
     normalized_weights,
     run_splits,

@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_rnncells.apps.base import TokenizerModel
 from keras_rnncells.cells.base import check_positive_int
 from keras_rnncells.data.sentiment import read_glue_train, read_imdb, read_stsa
 from keras_rnncells.export.servable import Servable, traced
@@ -39,7 +40,7 @@ LABELS = ("negative", "positive")
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
-class SentimentClassifier(keras.Model):
+class SentimentClassifier(TokenizerModel):
     """Strings ``(B,)`` to logits ``(B, 1)`` (``predict_proba``: probabilities).
 
     Token rows are padded up to a multiple of ``pad_to_multiple`` (masked, so
@@ -118,12 +119,6 @@ class SentimentClassifier(keras.Model):
             "pad_to_multiple": self.pad_to_multiple,
             "cell_options": encoder.cell_options,
         }
-
-    @classmethod
-    def from_config(cls, config: dict) -> SentimentClassifier:
-        config = dict(config)
-        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
-        return cls(**config)
 
 
 def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> Servable:

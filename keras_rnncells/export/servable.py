@@ -72,14 +72,11 @@ def traced(function: Callable, input_signature: dict[str, tf.TensorSpec]) -> Any
     return serve
 
 
-def recurrent_layer_servable(
-    cell: str, units: int = 4, input_dim: int = 3, seed: int = 0, **layer_kwargs: Any
+def layer_servable(
+    layer: keras.layers.Layer, name: str, input_dim: int, cell: str | None = None, seed: int = 0
 ) -> Servable:
-    """A bare layer of a registered cell, ``RNN(get_cell(cell)(units))`` on
-    float sequences ``(batch, steps, input_dim)`` returning its sequence and
-    final output: what the exporters' tests convert for every cell."""
-    keras.utils.set_random_seed(seed)
-    layer = RNN(get_cell(cell)(units), return_sequences=True, **layer_kwargs)
+    """A bare sequence-to-sequence layer on float sequences ``(batch, steps,
+    input_dim)``, returning its outputs and their last step."""
     layer.build((None, None, input_dim))
     module = tf.Module()
     module.layer = layer
@@ -91,4 +88,14 @@ def recurrent_layer_servable(
     serve = traced(run, {"sequences": tf.TensorSpec((None, None, input_dim), tf.float32)})
     rng = np.random.default_rng(seed)
     examples = {"sequences": rng.normal(size=(2, 5, input_dim)).astype("float32")}
-    return Servable(name=f"rnn-{cell}", cell=cell, module=module, serve=serve, examples=examples)
+    return Servable(name=name, cell=cell, module=module, serve=serve, examples=examples)
+
+
+def recurrent_layer_servable(
+    cell: str, units: int = 4, input_dim: int = 3, seed: int = 0, **layer_kwargs: Any
+) -> Servable:
+    """``layer_servable`` of ``RNN(get_cell(cell)(units), return_sequences=True)``:
+    what the exporters' tests convert for every cell."""
+    keras.utils.set_random_seed(seed)
+    layer = RNN(get_cell(cell)(units), return_sequences=True, **layer_kwargs)
+    return layer_servable(layer, f"rnn-{cell}", input_dim, cell, seed)
