@@ -31,14 +31,13 @@ from keras_rnncells.apps.colors import (
     fit_run,
     normalized_weights,
     run_splits,
-    settings_from_arguments,
 )
 from keras_rnncells.cells.base import check_positive_int
 from keras_rnncells.export.servable import Servable, traced
 from keras_rnncells.seq2seq.decoder import Decoder
-from keras_rnncells.seq2seq.search import Decoded, beam_search, greedy_search, repeat_beams
+from keras_rnncells.seq2seq.search import Decoded, decode
 from keras_rnncells.text import END_ID, START_ID, WordTokenizer
-from keras_rnncells.training import save_model, write_json
+from keras_rnncells.training import save_model, settings_from_arguments, write_json
 
 SERVING_BEAM_WIDTH = 3
 EXAMPLE_RGB = np.array([[0.58, 0.82, 0.99], [0.0, 0.01, 0.36], [0.9, 0.1, 0.1]], "float32")
@@ -55,6 +54,8 @@ class ColorNamer(TokenizerModel):
     ``describe`` and ``generate``.
     """
 
+    tokenizer_class = WordTokenizer
+
     def __init__(
         self,
         tokenizer: WordTokenizer,
@@ -65,12 +66,7 @@ class ColorNamer(TokenizerModel):
         cell_options: dict | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        if not isinstance(tokenizer, WordTokenizer):
-            raise ValueError(
-                f"Argument `tokenizer` must be a WordTokenizer, received: {tokenizer!r}"
-            )
-        self.tokenizer = tokenizer
+        super().__init__(tokenizer, **kwargs)
         self.max_length = check_positive_int("max_length", max_length)
         self.summarize = keras.layers.Dense(units, activation="tanh", name="summary")
         self.decoder = Decoder(
@@ -97,20 +93,16 @@ class ColorNamer(TokenizerModel):
         features = color_features(check_rgb(rgb, check_finite))
         batch_size = tf.shape(features)[0]
         states = self.decoder.initial_state(batch_size, self.summarize(features))
-        ends = (START_ID, END_ID)
-        if beam_width == 1:
-            return greedy_search(self.step_fn(features), states, batch_size, self.max_length, *ends)
-        prompts = repeat_beams(features, beam_width)
-        return beam_search(
-            self.step_fn(prompts), states, batch_size, beam_width, self.max_length, *ends
+        return decode(
+            self.decoder.log_prob_step,
+            {"prompt": features},
+            states,
+            batch_size,
+            beam_width,
+            self.max_length,
+            START_ID,
+            END_ID,
         )
-
-    def step_fn(self, prompt):
-        def step(tokens, states):
-            logits, states = self.decoder.step(tokens, states, prompt=prompt)
-            return tf.nn.log_softmax(tf.cast(logits, tf.float32)), states
-
-        return step
 
     def describe(self, rgb, beam_width: int = 1) -> tuple[tf.Tensor, tf.Tensor]:
         """``(names, scores)`` of colors ``(B, 3)``: the best name of each."""
@@ -123,7 +115,6 @@ class ColorNamer(TokenizerModel):
         decoder = self.decoder
         return {
             **super().get_config(),
-            "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
             "cell": decoder.cell_name,
             "units": decoder.units,
             "embedding_dim": decoder.embedding_dim,

@@ -148,6 +148,17 @@ class Decoder(keras.layers.Layer):
         output, states = self.cell(self.features(tokens, prompt), states, training=False)
         return self.readout(output, memory, memory_mask, keys), as_state_list(states)
 
+    def log_prob_step(self, memory=None, memory_mask=None, prompt=None):
+        """The step function of ``keras_rnncells.seq2seq.search`` for this
+        memory and prompt: ``(tokens, states) -> (log-probabilities, states)``."""
+        keys = None if self.attention is None or memory is None else self.attention.keys(memory)
+
+        def step(tokens, states):
+            logits, states = self.step(tokens, states, memory, memory_mask, prompt, keys)
+            return tf.nn.log_softmax(tf.cast(logits, tf.float32)), states
+
+        return step
+
     # -- training -----------------------------------------------------------------
     def call(
         self, target_in, summary=None, memory=None, memory_mask=None, prompt=None, training=None

@@ -10,7 +10,7 @@ from keras import ops
 
 from keras_rnncells.seq2seq.decoder import Decoder
 from keras_rnncells.seq2seq.encoder import Encoder
-from keras_rnncells.seq2seq.search import Decoded, beam_search, greedy_search, repeat_beams
+from keras_rnncells.seq2seq.search import Decoded, decode
 from keras_rnncells.text.vocabulary import END_ID, START_ID
 
 
@@ -103,31 +103,17 @@ class Seq2Seq(keras.Model):
         max_length = self.max_output_length if max_length is None else max_length
         memory, summary, mask = self.encoder(source, training=False)
         states = self.decoder.initial_state(ops.shape(source)[0], summary)
-        batch_size = tf.shape(source)[0]
-        if beam_width == 1:
-            return greedy_search(
-                self.step_fn(memory, mask), states, batch_size, max_length, START_ID, END_ID
-            )
-        memory, mask = repeat_beams(memory, beam_width), repeat_beams(mask, beam_width)
-        return beam_search(
-            self.step_fn(memory, mask),
+        return decode(
+            self.decoder.log_prob_step,
+            {"memory": memory, "memory_mask": mask},
             states,
-            batch_size,
+            tf.shape(source)[0],
             beam_width,
             max_length,
             START_ID,
             END_ID,
-            length_penalty=length_penalty,
+            length_penalty,
         )
-
-    def step_fn(self, memory, mask):
-        keys = None if self.decoder.attention is None else self.decoder.attention.keys(memory)
-
-        def step(tokens, states):
-            logits, states = self.decoder.step(tokens, states, memory, mask, keys=keys)
-            return tf.nn.log_softmax(tf.cast(logits, tf.float32)), states
-
-        return step
 
     def get_config(self) -> dict:
         encoder, decoder = self.encoder, self.decoder

@@ -159,3 +159,35 @@ def beam_search(
         maximum_iterations=max_length,
     )
     return Decoded(tokens, log_probs / length_penalty_factor(lengths, length_penalty))
+
+
+def decode(
+    step_for: Callable[..., StepFn],
+    context: dict[str, Any],
+    states: Any,
+    batch_size: tf.Tensor | int,
+    beam_width: int,
+    max_length: int,
+    start_id: int,
+    end_id: int,
+    length_penalty: float = 0.0,
+) -> Decoded:
+    """Greedy search for ``beam_width=1``, beam search otherwise, over the
+    step function ``step_for(**context)``. For beam search every context
+    tensor ``(B, ...)`` (a memory, a prompt) is first repeated per beam."""
+    if beam_width == 1:
+        return greedy_search(step_for(**context), states, batch_size, max_length, start_id, end_id)
+    context = {
+        key: None if value is None else repeat_beams(value, beam_width)
+        for key, value in context.items()
+    }
+    return beam_search(
+        step_for(**context),
+        states,
+        batch_size,
+        beam_width,
+        max_length,
+        start_id,
+        end_id,
+        length_penalty=length_penalty,
+    )

@@ -72,8 +72,12 @@ def test_color_namer_trains_names_decodes_saves_and_serves(tmp_path):
     features = color_features(check_rgb(rgb))
     states = model.decoder.initial_state(3, model.summarize(features))
     ends = (START_ID, END_ID)
-    greedy = greedy_search(model.step_fn(features), states, 3, model.max_length, *ends)
-    beam = beam_search(model.step_fn(features), states, 3, 1, model.max_length, *ends)
+    greedy = greedy_search(
+        model.decoder.log_prob_step(prompt=features), states, 3, model.max_length, *ends
+    )
+    beam = beam_search(
+        model.decoder.log_prob_step(prompt=features), states, 3, 1, model.max_length, *ends
+    )
     np.testing.assert_array_equal(beam.tokens[:, 0], greedy.tokens)
     np.testing.assert_allclose(beam.scores[:, 0], greedy.scores, rtol=1e-5)
     np.testing.assert_array_equal(model.tokenizer.detokenize(greedy.tokens), names)
