@@ -84,3 +84,11 @@ def run_callbacks(run_dir: Path, timer: EpochTimes) -> list[keras.callbacks.Call
 
 def parameter_count(model: keras.Model) -> int:
     return int(sum(keras.ops.size(w) for w in model.trainable_weights))
+
+
+def settings_from_arguments(cls: type, args: Any, **extra: Any) -> Any:
+    """The ``cls`` settings of ``rnncells train`` arguments and ``extra``
+    fields; a value of None keeps the field's default."""
+    given = {key: getattr(args, key) for key in ("cell", "units", "epochs", "batch_size", "seed")}
+    given.update(train_size=args.limit, **extra)
+    return cls(**{key: value for key, value in given.items() if value is not None})

@@ -214,10 +214,3 @@ def fit_run(
         "seconds_per_epoch": timer.seconds,
         "parameters": parameter_count(model),
     }
-
-
-def settings_from_arguments(cls: type, args: Any) -> Any:
-    """The ``cls`` settings of ``rnncells train`` arguments (None: default)."""
-    given = {key: getattr(args, key) for key in ("cell", "units", "epochs", "batch_size", "seed")}
-    given["train_size"] = args.limit
-    return cls(**{key: value for key, value in given.items() if value is not None})

@@ -34,13 +34,12 @@ from keras_rnncells.apps.colors import (
     fit_run,
     normalized_weights,
     run_splits,
-    settings_from_arguments,
 )
 from keras_rnncells.cells.base import check_positive_int
 from keras_rnncells.export.servable import Servable, traced
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordTokenizer
-from keras_rnncells.training import save_model, write_json
+from keras_rnncells.training import save_model, settings_from_arguments, write_json
 
 EXAMPLE_NAMES = ("light greenish blue", "dark red", "")
 
@@ -63,6 +62,8 @@ class NameToColor(TokenizerModel):
     ``(B, 3, bins)``. ``colors(names)``: strings ``(B,)`` to ``(rgb (B, 3),
     distribution (B, 3, bins))``; ``colors_from_ids`` the same from ids."""
 
+    tokenizer_class = WordTokenizer
+
     def __init__(
         self,
         tokenizer: WordTokenizer,
@@ -73,12 +74,7 @@ class NameToColor(TokenizerModel):
         cell_options: dict | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        if not isinstance(tokenizer, WordTokenizer):
-            raise ValueError(
-                f"Argument `tokenizer` must be a WordTokenizer, received: {tokenizer!r}"
-            )
-        self.tokenizer = tokenizer
+        super().__init__(tokenizer, **kwargs)
         self.bins = check_positive_int("bins", bins)
         self.encoder = Encoder(
             tokenizer.vocabulary_size,
@@ -106,7 +102,6 @@ class NameToColor(TokenizerModel):
         encoder = self.encoder
         return {
             **super().get_config(),
-            "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
             "cell": encoder.cell_name,
             "units": encoder.units,
             "embedding_dim": encoder.embedding_dim,

@@ -33,6 +33,7 @@ from keras_rnncells.training import (
     parameter_count,
     run_callbacks,
     save_model,
+    settings_from_arguments,
     write_json,
 )
 
@@ -50,6 +51,8 @@ class SentimentClassifier(TokenizerModel):
     whose encoding is zero: it gets the output layer's bias alone.
     """
 
+    tokenizer_class = WordPieceTokenizer
+
     def __init__(
         self,
         tokenizer: WordPieceTokenizer,
@@ -63,12 +66,7 @@ class SentimentClassifier(TokenizerModel):
         cell_options: dict | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        if not isinstance(tokenizer, WordPieceTokenizer):
-            raise ValueError(
-                f"Argument `tokenizer` must be a WordPieceTokenizer, received: {tokenizer!r}"
-            )
-        self.tokenizer = tokenizer
+        super().__init__(tokenizer, **kwargs)
         self.pad_to_multiple = check_positive_int("pad_to_multiple", pad_to_multiple)
         self.encoder = Encoder(
             tokenizer.vocabulary_size,
@@ -109,7 +107,6 @@ class SentimentClassifier(TokenizerModel):
         encoder = self.encoder
         return {
             **super().get_config(),
-            "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
             "cell": encoder.cell_name,
             "units": encoder.units,
             "embedding_dim": encoder.embedding_dim,
@@ -269,11 +266,8 @@ def train_sentiment(
 
 def train_from_arguments(args: Any) -> None:
     """``rnncells train sentiment``: the run, then its results and samples."""
-    given = {key: getattr(args, key) for key in ("cell", "units", "epochs", "batch_size", "seed")}
-    given["train_size"] = args.limit
-    given["dataset"] = getattr(args, "dataset", None)
-    settings = SentimentSettings(
-        **{key: value for key, value in given.items() if value is not None}
+    settings = settings_from_arguments(
+        SentimentSettings, args, dataset=getattr(args, "dataset", None)
     )
     results = train_sentiment(args.out, settings)
     print(

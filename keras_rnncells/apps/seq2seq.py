@@ -27,6 +27,7 @@ from keras_rnncells.training import (
     parameter_count,
     run_callbacks,
     save_model,
+    settings_from_arguments,
     write_json,
 )
 
@@ -178,9 +179,7 @@ def train_date_normalizer(
 
 def train_from_arguments(args: Any) -> None:
     """``rnncells train seq2seq``: the run, then its results and samples."""
-    given = {key: getattr(args, key) for key in ("cell", "units", "epochs", "batch_size", "seed")}
-    given["train_size"] = args.limit
-    settings = DateSettings(**{key: value for key, value in given.items() if value is not None})
+    settings = settings_from_arguments(DateSettings, args)
     results = train_date_normalizer(args.out, settings)
     beam = f"exact_match_beam{settings.beam_width}"
     print(
