@@ -210,8 +210,52 @@ def _string_vector(strings: Any) -> tf.Tensor:
     return tf.reshape(strings, [-1])
 
 
+class FrequencyTokenizer(Tokenizer):
+    """Base of the tokenizers whose vocabulary is every token seen in a corpus:
+    they differ only in ``split`` (strings to ragged tokens) and ``separator``
+    (what ``detokenize`` puts between tokens)."""
+
+    separator = ""
+
+    @staticmethod
+    def split(strings: tf.Tensor) -> tf.RaggedTensor:
+        raise NotImplementedError
+
+    @classmethod
+    def pieces(cls, strings: tf.Tensor, lowercase: bool) -> tf.RaggedTensor:
+        """``split`` after Unicode-aware lower-casing if ``lowercase``."""
+        if lowercase:
+            strings = tf.strings.lower(strings, encoding="utf-8")
+        return cls.split(strings)
+
+    def _split(self, strings: tf.Tensor) -> tf.RaggedTensor:
+        return self.pieces(strings, self.lowercase)
+
+    def _join(self, tokens: tf.RaggedTensor) -> tf.Tensor:
+        return tf.strings.reduce_join(tokens, axis=-1, separator=self.separator)
+
+    @classmethod
+    def from_corpus(
+        cls,
+        texts: Texts,
+        lowercase: bool = False,
+        min_count: int = 1,
+        max_size: int | None = None,
+        **kwargs: Any,
+    ) -> FrequencyTokenizer:
+        """The tokenizer of the tokens of ``texts`` (an iterable of strings or a
+        ``tf.data.Dataset`` of strings): the special tokens, then every token
+        seen at least ``min_count`` times, most frequent first, ties in
+        codepoint order, at most ``max_size`` tokens in all. ``kwargs``: the
+        other arguments of the constructor."""
+        vocabulary = learn_frequency_vocabulary(
+            texts, lambda strings: cls.pieces(strings, lowercase), min_count, max_size
+        )
+        return cls(vocabulary, lowercase=lowercase, **kwargs)
+
+
 @keras.saving.register_keras_serializable(package="keras_rnncells")
-class CharTokenizer(Tokenizer):
+class CharTokenizer(FrequencyTokenizer):
     """Tokens are the Unicode characters (code points) of the UTF-8 strings.
 
     ``tokenize`` splits with ``tf.strings.unicode_split``, after lower-casing
@@ -225,40 +269,13 @@ class CharTokenizer(Tokenizer):
     Args: those of `Tokenizer`.
     """
 
-    def _split(self, strings: tf.Tensor) -> tf.RaggedTensor:
-        return _characters(strings, self.lowercase)
-
-    def _join(self, tokens: tf.RaggedTensor) -> tf.Tensor:
-        return tf.strings.reduce_join(tokens, axis=-1)
-
-    @classmethod
-    def from_corpus(
-        cls,
-        texts: Texts,
-        lowercase: bool = False,
-        min_count: int = 1,
-        max_size: int | None = None,
-        **kwargs: Any,
-    ) -> CharTokenizer:
-        """The tokenizer of the characters of ``texts`` (an iterable of strings
-        or a ``tf.data.Dataset`` of strings): the special tokens, then every
-        character seen at least ``min_count`` times, most frequent first, ties
-        in codepoint order, at most ``max_size`` tokens in all. ``kwargs``: the
-        other arguments of the constructor."""
-        vocabulary = learn_frequency_vocabulary(
-            texts, lambda strings: _characters(strings, lowercase), min_count, max_size
-        )
-        return cls(vocabulary, lowercase=lowercase, **kwargs)
-
-
-def _characters(strings: tf.Tensor, lowercase: bool) -> tf.RaggedTensor:
-    if lowercase:
-        strings = tf.strings.lower(strings, encoding="utf-8")
-    return tf.strings.unicode_split(strings, "UTF-8")
+    @staticmethod
+    def split(strings: tf.Tensor) -> tf.RaggedTensor:
+        return tf.strings.unicode_split(strings, "UTF-8")
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
-class WordTokenizer(Tokenizer):
+class WordTokenizer(FrequencyTokenizer):
     """Tokens are the words of the strings: runs of non-whitespace characters.
 
     ``tokenize`` splits on whitespace (``tf.strings.split``), after
@@ -270,33 +287,11 @@ class WordTokenizer(Tokenizer):
     Args: those of `Tokenizer`.
     """
 
-    def _split(self, strings: tf.Tensor) -> tf.RaggedTensor:
-        return _words(strings, self.lowercase)
+    separator = " "
 
-    def _join(self, tokens: tf.RaggedTensor) -> tf.Tensor:
-        return tf.strings.reduce_join(tokens, axis=-1, separator=" ")
-
-    @classmethod
-    def from_corpus(
-        cls,
-        texts: Texts,
-        lowercase: bool = False,
-        min_count: int = 1,
-        max_size: int | None = None,
-        **kwargs: Any,
-    ) -> WordTokenizer:
-        """The tokenizer of the words of ``texts``, learned as
-        `CharTokenizer.from_corpus` learns characters."""
-        vocabulary = learn_frequency_vocabulary(
-            texts, lambda strings: _words(strings, lowercase), min_count, max_size
-        )
-        return cls(vocabulary, lowercase=lowercase, **kwargs)
-
-
-def _words(strings: tf.Tensor, lowercase: bool) -> tf.RaggedTensor:
-    if lowercase:
-        strings = tf.strings.lower(strings, encoding="utf-8")
-    return tf.strings.split(strings)
+    @staticmethod
+    def split(strings: tf.Tensor) -> tf.RaggedTensor:
+        return tf.strings.split(strings)
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
