@@ -25,22 +25,15 @@ from keras import activations, constraints, initializers, ops, regularizers
 # ``keras.layers.RNN`` create our masks once per sequence, before its loop.
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
+from keras_rnncells.checks import (
+    check_input,
+    check_positive_int,
+    check_rate,
+    set_keras_objects,
+)
+
 Tensor = Any
 States = list
-
-
-def check_positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"Argument `{name}` must be a positive integer, received: {value!r}")
-    return value
-
-
-def check_rate(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"Argument `{name}` must be a float in [0, 1), received: {value!r}")
-    if not 0.0 <= value < 1.0:
-        raise ValueError(f"Argument `{name}` must be a float in [0, 1), received: {value!r}")
-    return float(value)
 
 
 def as_state_list(states: Any) -> list:
@@ -57,6 +50,17 @@ def select_columns(tensor: Tensor, columns: Columns = None) -> Tensor:
     if isinstance(columns[0], tuple):
         return ops.concatenate([select_columns(tensor, c) for c in columns], axis=-1)
     return tensor[..., columns[0] : columns[1]]
+
+
+def in_float32(initializer: Any) -> Any:
+    """``initializer`` computed in float32, then cast to the dtype asked for:
+    for bfloat16 weights, which Keras' orthogonal initializer (a QR
+    decomposition, without a bfloat16 kernel) cannot make directly."""
+
+    def initialize(shape: Any, dtype: Any = None) -> Tensor:
+        return ops.cast(initializer(shape, dtype="float32"), dtype)
+
+    return initialize
 
 
 LAYER_NORM_EPSILON = 1e-3
@@ -110,6 +114,14 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        policy = self.dtype_policy
+        if not all(
+            map(keras.backend.is_float_dtype, (policy.compute_dtype, policy.variable_dtype))
+        ):
+            raise ValueError(
+                "Argument `dtype` must be a floating-point dtype or policy (e.g. 'float32', "
+                f"'float64', 'bfloat16', 'mixed_float16'), received: {policy.name!r}"
+            )
         self.dropout = check_rate("dropout", dropout)
         self.recurrent_dropout = check_rate("recurrent_dropout", recurrent_dropout)
         self.recurrent_dropconnect = check_rate("recurrent_dropconnect", recurrent_dropconnect)
@@ -131,6 +143,14 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
         return [ops.zeros((batch_size, size), dtype=self.compute_dtype) for size in sizes]
 
     def call(self, inputs: Tensor, states: Any, training: bool = False) -> tuple:
+        check_input(
+            self,
+            "inputs",
+            inputs,
+            ("batch", "features"),
+            dtype="float",
+            features=getattr(self, "input_dim", None),
+        )
         states = as_state_list(states)
         if training and self.dropout > 0:
             inputs = inputs * self.get_dropout_mask(inputs)
@@ -291,18 +311,21 @@ class DenseGatesCell(AbstractRNNCell):
                 f"through `input_matmul`; {type(self).__name__} has its own "
                 "`project_inputs`"
             )
-        self.activation = activations.get(activation)
-        self.recurrent_activation = activations.get(recurrent_activation)
         self.use_bias = bool(use_bias)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.recurrent_initializer = initializers.get(recurrent_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.recurrent_constraint = constraints.get(recurrent_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        set_keras_objects(
+            self,
+            activation=(activation, activations.get),
+            recurrent_activation=(recurrent_activation, activations.get),
+            kernel_initializer=(kernel_initializer, initializers.get),
+            recurrent_initializer=(recurrent_initializer, initializers.get),
+            bias_initializer=(bias_initializer, initializers.get),
+            kernel_regularizer=(kernel_regularizer, regularizers.get),
+            recurrent_regularizer=(recurrent_regularizer, regularizers.get),
+            bias_regularizer=(bias_regularizer, regularizers.get),
+            kernel_constraint=(kernel_constraint, constraints.get),
+            recurrent_constraint=(recurrent_constraint, constraints.get),
+            bias_constraint=(bias_constraint, constraints.get),
+        )
 
     @property
     def state_size(self) -> int | list[int]:
@@ -336,6 +359,7 @@ class DenseGatesCell(AbstractRNNCell):
                 f"{type(self).__name__} needs a known input feature size (last "
                 f"axis), received input shape {tuple(input_shape)}"
             )
+        self.input_dim = input_dim
         self.kernel = self.add_weight_like("kernel", "kernel", self.kernel_shape(input_dim))
         self.recurrent_kernel = self.add_weight_like(
             "recurrent", "recurrent_kernel", self.recurrent_kernel_shape()
@@ -358,10 +382,13 @@ class DenseGatesCell(AbstractRNNCell):
         """A weight named ``name`` initialized, regularized and constrained as
         ``kernel``, ``recurrent_kernel`` or ``bias`` are (``role``: "kernel",
         "recurrent" or "bias"); ``initializer`` overrides the role's."""
+        initializer = initializers.get(initializer or getattr(self, f"{role}_initializer"))
+        if keras.backend.standardize_dtype(self.variable_dtype) == "bfloat16":
+            initializer = in_float32(initializer)
         return self.add_weight(
             shape=shape,
             name=name,
-            initializer=initializer or getattr(self, f"{role}_initializer"),
+            initializer=initializer,
             regularizer=getattr(self, f"{role}_regularizer"),
             constraint=getattr(self, f"{role}_constraint"),
         )

@@ -8,6 +8,7 @@ from keras import activations, ops
 
 from keras_rnncells.cells.base import DenseGatesCell, check_positive_int
 from keras_rnncells.cells.registry import register_cell
+from keras_rnncells.checks import check_keras_object
 
 
 @register_cell("jordan")
@@ -52,7 +53,9 @@ class JordanRNNCell(DenseGatesCell):
         self.output_units = (
             self.units if output_units is None else check_positive_int("output_units", output_units)
         )
-        self.output_activation = activations.get(output_activation)
+        self.output_activation = check_keras_object(
+            "output_activation", output_activation, activations.get
+        )
 
     @property
     def state_size(self) -> int:

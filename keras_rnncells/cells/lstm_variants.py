@@ -13,6 +13,7 @@ from keras import constraints, initializers, ops, regularizers
 
 from keras_rnncells.cells.base import DenseGatesCell
 from keras_rnncells.cells.registry import register_cell
+from keras_rnncells.checks import set_keras_objects
 
 GREFF = "Greff et al. 2015, LSTM: A search space odyssey"
 
@@ -86,9 +87,12 @@ class LSTMVariantCell(DenseGatesCell):
         self.coupled = bool(coupled)
         self.peephole = bool(peephole)
         self.forget_bias = float(forget_bias)
-        self.peephole_initializer = initializers.get(peephole_initializer)
-        self.peephole_regularizer = regularizers.get(peephole_regularizer)
-        self.peephole_constraint = constraints.get(peephole_constraint)
+        set_keras_objects(
+            self,
+            peephole_initializer=(peephole_initializer, initializers.get),
+            peephole_regularizer=(peephole_regularizer, regularizers.get),
+            peephole_constraint=(peephole_constraint, constraints.get),
+        )
         present = {
             "i": self.input_gate and not self.coupled,
             "f": self.forget_gate,

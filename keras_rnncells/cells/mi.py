@@ -11,6 +11,7 @@ from keras_rnncells.cells.gru import GRUCell
 from keras_rnncells.cells.lstm import LSTMCell
 from keras_rnncells.cells.registry import register_cell
 from keras_rnncells.cells.simple import SimpleRNNCell
+from keras_rnncells.checks import set_keras_objects
 
 CITATION = (
     "Wu, Zhang, Zhang, Bengio & Salakhutdinov 2016, "
@@ -58,9 +59,12 @@ class MultiplicativeIntegration(DenseGatesCell):
     ) -> None:
         super().__init__(units, **kwargs)
         half = initializers.Constant(0.5)
-        self.alpha_initializer = initializers.get(alpha_initializer)
-        self.beta1_initializer = initializers.get(beta1_initializer or half)
-        self.beta2_initializer = initializers.get(beta2_initializer or half)
+        set_keras_objects(
+            self,
+            alpha_initializer=(alpha_initializer, initializers.get),
+            beta1_initializer=(beta1_initializer or half, initializers.get),
+            beta2_initializer=(beta2_initializer or half, initializers.get),
+        )
 
     def build(self, input_shape) -> None:
         super().build(input_shape)

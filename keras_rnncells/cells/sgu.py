@@ -8,15 +8,7 @@ from keras import activations
 
 from keras_rnncells.cells.base import DenseGatesCell, Tensor
 from keras_rnncells.cells.registry import register_cell
-
-
-def get_activation(name: str, value: Any):
-    try:
-        return activations.get(value)
-    except ValueError:
-        raise ValueError(
-            f"Argument `{name}` must be a Keras activation (name or callable), received: {value!r}"
-        ) from None
+from keras_rnncells.checks import check_keras_object
 
 
 @register_cell("sgu")
@@ -58,7 +50,9 @@ class SGUCell(DenseGatesCell):
         **kwargs: Any,
     ) -> None:
         super().__init__(units, recurrent_activation=recurrent_activation, **kwargs)
-        self.output_activation = get_activation("output_activation", output_activation)
+        self.output_activation = check_keras_object(
+            "output_activation", output_activation, activations.get
+        )
 
     def output_preactivation(self, gated: Tensor) -> Tensor:
         """What ``σ2`` receives, given ``z_g ⊙ h_{t-1}``."""

@@ -27,9 +27,11 @@ from keras import ops, tree
 from keras.src.backend.common.stateless_scope import in_stateless_scope  # no public name
 
 from keras_rnncells.cells.base import AbstractRNNCell
+from keras_rnncells.checks import check_input, check_shape, shapes_compatible
 from keras_rnncells.layers.fused import fused_recurrence
 
 IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
+SEQUENCES = ("batch", "timesteps", "features")
 
 _portable_depth = 0
 _loop_overrides: list = []  # innermost last; see `loop_override`
@@ -146,7 +148,7 @@ class RNN(keras.layers.RNN):
 
     # -- validation -------------------------------------------------------------
     def build(self, sequences_shape, initial_state_shape=None):
-        check_sequences_shape(self, sequences_shape)
+        check_input(self, "sequences", sequences_shape, SEQUENCES)
         if self.implementation == "cudnn" and _portable_depth == 0 and not gpu_available():
             raise ValueError(
                 "Argument `implementation='cudnn'` needs a GPU and none is "
@@ -155,18 +157,29 @@ class RNN(keras.layers.RNN):
         super().build(sequences_shape, initial_state_shape)
         self.input_dim = sequences_shape[-1]
 
-    def check_call_args(self, sequences, initial_state) -> None:
-        check_sequences_shape(self, sequences.shape, getattr(self, "input_dim", None))
+    def check_call_args(self, sequences, initial_state, mask=None) -> None:
+        shape = check_input(
+            self,
+            "sequences",
+            sequences,
+            SEQUENCES,
+            dtype="float",
+            features=getattr(self, "input_dim", None),
+        )
         if initial_state is not None:
             check_initial_state(self, sequences, initial_state)
+        if mask is not None:
+            check_shape(self, "mask", tree.flatten(mask)[0], shape[:2], SEQUENCES[:2])
 
-    def compute_output_spec(self, sequences, initial_state=None, **kwargs):
+    def compute_output_spec(self, sequences, initial_state=None, mask=None, **kwargs):
         # Symbolic calls (functional models) skip `call`: validate here too.
-        self.check_call_args(sequences, initial_state)
-        return super().compute_output_spec(sequences, initial_state=initial_state, **kwargs)
+        self.check_call_args(sequences, initial_state, mask)
+        return super().compute_output_spec(
+            sequences, initial_state=initial_state, mask=mask, **kwargs
+        )
 
     def call(self, sequences, initial_state=None, mask=None, training=False):
-        self.check_call_args(sequences, initial_state)
+        self.check_call_args(sequences, initial_state, mask)
         return super().call(sequences, initial_state=initial_state, mask=mask, training=training)
 
     # -- the paths ----------------------------------------------------------------
@@ -258,28 +271,13 @@ def drop_inputs(cell, sequences, training):
     return sequences * ops.expand_dims(cell.get_dropout_mask(sequences[:, 0, :]), 1)
 
 
-def check_sequences_shape(layer, shape, built_dim=None) -> None:
-    shape = tuple(shape)
-    if len(shape) != 3:
-        raise ValueError(
-            f"Layer {layer.name!r} expects inputs of rank 3 (batch, timesteps, "
-            f"features), received shape {shape}"
-        )
-    if built_dim is not None and shape[-1] is not None and shape[-1] != built_dim:
-        raise ValueError(
-            f"Layer {layer.name!r} was built for inputs with {built_dim} features "
-            f"(last axis), received shape {shape}"
-        )
-
-
 def check_initial_state(layer, sequences, initial_state) -> None:
     states = tree.flatten(initial_state)
     sizes = tree.flatten(layer.state_size)
     expected = [(sequences.shape[0], size) for size in sizes]
     received = [tuple(getattr(s, "shape", ())) for s in states]
     ok = len(states) == len(sizes) and all(
-        len(r) == 2 and r[1] == e[1] and (None in (r[0], e[0]) or r[0] == e[0])
-        for r, e in zip(received, expected)
+        shapes_compatible(r, e) and r[1] is not None for r, e in zip(received, expected)
     )
     if not ok:
         raise ValueError(

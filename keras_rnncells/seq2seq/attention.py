@@ -7,7 +7,12 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_rnncells.checks import check_choice, check_input, check_positive_int, check_shape
+
 SCORES = ("dot", "general", "concat")
+QUERY = ("batch", "features")
+QUERY_SEQUENCE = ("batch", "steps", "features")
+MEMORY = ("batch", "source_steps", "features")
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
@@ -41,15 +46,12 @@ class Attention(keras.layers.Layer):
 
     def __init__(self, score: str = "general", units: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if score not in SCORES:
-            raise ValueError(f"Argument `score` must be one of {SCORES}, received: {score!r}")
-        if units is not None and (not isinstance(units, int) or units <= 0):
-            raise ValueError(f"Argument `units` must be a positive integer, received: {units!r}")
-        self.score = score
-        self.units = units
+        self.score = check_choice("score", score, SCORES)
+        self.units = None if units is None else check_positive_int("units", units)
 
     def build(self, query_shape, memory_shape, memory_mask_shape=None) -> None:
         query_dim, memory_dim = query_shape[-1], memory_shape[-1]
+        self.query_dim, self.memory_dim = query_dim, memory_dim
         if self.score == "dot" and query_dim != memory_dim:
             raise ValueError(
                 f"Attention score 'dot' needs the query size ({query_dim}) to equal the memory "
@@ -82,7 +84,19 @@ class Attention(keras.layers.Layer):
             scores = ops.einsum("btd,bsd->bts", query, keys)
         return scores[:, 0] if single else scores
 
+    def check_inputs(self, query, memory, memory_mask) -> None:
+        """Ranks, feature sizes (as built) and the mask's shape ``(B, S)``."""
+        check_input(
+            self, "query", query, QUERY, QUERY_SEQUENCE, features=getattr(self, "query_dim", None)
+        )
+        shape = check_input(
+            self, "memory", memory, MEMORY, features=getattr(self, "memory_dim", None)
+        )
+        if memory_mask is not None:
+            check_shape(self, "memory_mask", memory_mask, shape[:2], MEMORY[:2])
+
     def call(self, query, memory, memory_mask=None, keys=None):
+        self.check_inputs(query, memory, memory_mask)
         scores = self.scores(query, self.keys(memory) if keys is None else keys)
         if memory_mask is not None:
             mask = ops.cast(memory_mask, "bool")
@@ -101,6 +115,7 @@ class Attention(keras.layers.Layer):
         return context, weights
 
     def compute_output_spec(self, query, memory, memory_mask=None, keys=None):
+        self.check_inputs(query, memory, memory_mask)
         batch_and_steps = tuple(query.shape[:-1])
         return (
             keras.KerasTensor((*batch_and_steps, memory.shape[-1]), dtype=self.compute_dtype),

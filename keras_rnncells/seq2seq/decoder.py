@@ -9,10 +9,17 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_rnncells.cells.base import as_state_list, check_positive_int
+from keras_rnncells.cells.base import as_state_list
+from keras_rnncells.checks import (
+    check_choice,
+    check_float,
+    check_input,
+    check_mapping,
+    check_positive_int,
+)
 from keras_rnncells.layers.rnn import RNN
 from keras_rnncells.seq2seq.attention import SCORES, Attention
-from keras_rnncells.seq2seq.encoder import make_cell
+from keras_rnncells.seq2seq.encoder import TOKENS, make_cell
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
@@ -65,12 +72,9 @@ class Decoder(keras.layers.Layer):
         self.vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
         self.embedding_dim = check_positive_int("embedding_dim", embedding_dim)
         self.units = check_positive_int("units", units)
-        if attention is not None and attention not in SCORES:
-            raise ValueError(
-                f"Argument `attention` must be None or one of {SCORES}, received: {attention!r}"
-            )
+        check_choice("attention", attention, (None, *SCORES))
         self.cell_name = cell
-        self.cell_options = dict(cell_options or {})
+        self.cell_options = check_mapping("cell_options", cell_options)
         self.attention_score = attention
         self.attention_units = attention_units
         self.scheduled_sampling = bool(scheduled_sampling)
@@ -163,6 +167,7 @@ class Decoder(keras.layers.Layer):
     def call(
         self, target_in, summary=None, memory=None, memory_mask=None, prompt=None, training=None
     ):
+        check_input(self, "target_in", target_in, TOKENS, dtype="ids")
         states = self.initial_state(ops.shape(target_in)[0], summary)
         if self.scheduled_sampling and training:
             return self.sampled_logits(target_in, states, memory, memory_mask, prompt)
@@ -235,9 +240,7 @@ class ScheduledSampling(keras.callbacks.Callback):
 
     def __init__(self, k: float = 1000.0) -> None:
         super().__init__()
-        if not k >= 1:
-            raise ValueError(f"Argument `k` must be a number >= 1, received: {k!r}")
-        self.k = float(k)
+        self.k = check_float("k", k, "[1, inf)")
 
     def decoders(self) -> list[Decoder]:
         layers = self.model._flatten_layers(include_self=False)

@@ -7,18 +7,22 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_rnncells.cells.base import check_positive_int
-from keras_rnncells.cells.registry import get_cell
+from keras_rnncells.cells.registry import get_cell, list_cells
+from keras_rnncells.checks import check_choice, check_input, check_mapping, check_positive_int
 from keras_rnncells.layers.rnn import RNN
 
 
+def cell_class(name: str) -> type:
+    """The registered cell ``name`` (argument ``cell``)."""
+    return get_cell(check_choice("cell", name, list_cells()))
+
+
 def make_cell(name: str, units: int, options: dict | None = None) -> Any:
-    """``get_cell(name)(units, **options)``, with the argument named on error."""
-    try:
-        cell_class = get_cell(name)
-    except (KeyError, ValueError) as error:
-        raise ValueError(f"Argument `cell`: {error}") from None
-    return cell_class(units, **(options or {}))
+    """``get_cell(name)(units, **options)``, with the arguments named on error."""
+    return cell_class(name)(units, **check_mapping("cell_options", options))
+
+
+TOKENS = ("batch", "steps")
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
@@ -54,7 +58,7 @@ class Encoder(keras.layers.Layer):
         self.num_layers = check_positive_int("num_layers", num_layers)
         self.cell_name = cell
         self.bidirectional = bool(bidirectional)
-        self.cell_options = dict(cell_options or {})
+        self.cell_options = check_mapping("cell_options", cell_options)
         self.embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")
         self.forward_layers = [self.recurrent_layer(i, False) for i in range(num_layers)]
         self.backward_layers = (
@@ -71,6 +75,7 @@ class Encoder(keras.layers.Layer):
         return self.units * (2 if self.bidirectional else 1)
 
     def call(self, token_ids, training=None):
+        check_input(self, "token_ids", token_ids, TOKENS, dtype="ids")
         mask = ops.not_equal(token_ids, 0)
         x = self.embedding(token_ids)
         for i, forward in enumerate(self.forward_layers):

@@ -8,9 +8,10 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_rnncells.checks import check_positive_int
 from keras_rnncells.seq2seq.decoder import Decoder
 from keras_rnncells.seq2seq.encoder import Encoder
-from keras_rnncells.seq2seq.search import Decoded, decode
+from keras_rnncells.seq2seq.search import Decoded, check_search_args, decode
 from keras_rnncells.text.vocabulary import END_ID, START_ID
 
 
@@ -47,6 +48,7 @@ class Seq2Seq(keras.Model):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.max_output_length = check_positive_int("max_output_length", max_output_length)
         self.encoder = Encoder(
             source_vocabulary_size,
             embedding_dim,
@@ -67,12 +69,6 @@ class Seq2Seq(keras.Model):
             cell_options=cell_options,
             name="decoder",
         )
-        if isinstance(max_output_length, bool) or not isinstance(max_output_length, int):
-            raise ValueError(
-                "Argument `max_output_length` must be a positive integer, "
-                f"received: {max_output_length!r}"
-            )
-        self.max_output_length = max_output_length
         self.build_from_sizes()
 
     def build_from_sizes(self) -> None:
@@ -101,6 +97,7 @@ class Seq2Seq(keras.Model):
         beam search otherwise (tokens ``(B, K, L)``, best first). See
         ``keras_rnncells.seq2seq.search``."""
         max_length = self.max_output_length if max_length is None else max_length
+        check_search_args(max_length, beam_width, length_penalty)  # before encoding
         memory, summary, mask = self.encoder(source, training=False)
         states = self.decoder.initial_state(ops.shape(source)[0], summary)
         return decode(

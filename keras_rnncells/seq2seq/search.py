@@ -18,6 +18,8 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
+from keras_rnncells.checks import check_float, check_positive_int
+
 StepFn = Callable[[tf.Tensor, Any], tuple[tf.Tensor, Any]]
 
 NEG_INF = -1e9  # finite, so that sums and XLA stay free of NaN
@@ -44,10 +46,10 @@ def write_column(tokens: tf.Tensor, step: tf.Tensor, column: tf.Tensor) -> tf.Te
     return tf.where(at_step, column[..., None], tokens)
 
 
-def check_search_args(max_length: int, beam_width: int = 1) -> None:
-    for name, value in (("max_length", max_length), ("beam_width", beam_width)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"Argument `{name}` must be a positive integer, received: {value!r}")
+def check_search_args(max_length: int, beam_width: int = 1, length_penalty: float = 0.0) -> None:
+    check_positive_int("max_length", max_length)
+    check_positive_int("beam_width", beam_width)
+    check_float("length_penalty", length_penalty)
 
 
 def greedy_search(
@@ -119,7 +121,7 @@ def beam_search(
     out as ``repeat_beams`` lays them out. With ``beam_width=1`` this is
     greedy search.
     """
-    check_search_args(max_length, beam_width)
+    check_search_args(max_length, beam_width, length_penalty)
     k = beam_width
     states = tf.nest.map_structure(lambda s: repeat_beams(s, k), states)
     first_beam_only = tf.constant([0.0] + [NEG_INF] * (k - 1))  # k copies of one start
@@ -175,6 +177,7 @@ def decode(
     """Greedy search for ``beam_width=1``, beam search otherwise, over the
     step function ``step_for(**context)``. For beam search every context
     tensor ``(B, ...)`` (a memory, a prompt) is first repeated per beam."""
+    check_search_args(max_length, beam_width, length_penalty)
     if beam_width == 1:
         return greedy_search(step_for(**context), states, batch_size, max_length, start_id, end_id)
     context = {

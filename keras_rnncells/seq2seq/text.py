@@ -45,6 +45,11 @@ class TextSeq2Seq(keras.Model):
                     f"Argument `{name}` must be a keras_rnncells.text tokenizer, "
                     f"received: {tokenizer!r}"
                 )
+        if not isinstance(seq2seq, Seq2Seq):
+            raise ValueError(
+                "Argument `seq2seq` must be a keras_rnncells.seq2seq.Seq2Seq, "
+                f"received: {seq2seq!r}"
+            )
         sizes = (seq2seq.encoder.vocabulary_size, seq2seq.decoder.vocabulary_size)
         if sizes != (source_tokenizer.vocabulary_size, target_tokenizer.vocabulary_size):
             raise ValueError(
