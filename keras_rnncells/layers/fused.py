@@ -278,11 +278,26 @@ def fused_recurrence(
     return last_output, outputs, final_states
 
 
+@contextlib.contextmanager
+def forward_replica(replica, variables):
+    """Under a `tf.distribute` strategy, the gradient is traced outside the
+    replica context of the forward pass, where a mirrored variable reads as
+    its first replica's copy: re-enter that context (``replica``; None without
+    a strategy) on the device of this replica's copies (``variables``), which
+    also gives each replica its own trace of ``backward``."""
+    if replica is None or not variables:
+        yield
+        return
+    with replica, tf.device(variables[0].device):
+        yield
+
+
 @tf.function(autograph=False)
 def differentiable_recurrence(cell, projected, states, mask, recurrent_mask, flags):
     # A graph function even when called eagerly: an XLA function called
     # eagerly under a GradientTape would be asked for its TensorLists.
     n, record = len(projected), flags[0]
+    replica = tf.distribute.get_replica_context() if tf.distribute.has_strategy() else None
 
     @tf.custom_gradient
     def recurrence(*inputs):
@@ -293,17 +308,18 @@ def differentiable_recurrence(cell, projected, states, mask, recurrent_mask, fla
                 tf.zeros_like(r) if u is None else u
                 for u, r in zip(tree.flatten(upstream), tree.flatten(result))
             ]
-            d_projected, d_states, d_vars = backward(
-                cell,
-                inputs[:n],
-                inputs[n:],
-                saved if record else None,
-                upstream,
-                list(variables),
-                mask,
-                recurrent_mask,
-                flags,
-            )
+            with forward_replica(replica, variables):
+                d_projected, d_states, d_vars = backward(
+                    cell,
+                    inputs[:n],
+                    inputs[n:],
+                    saved if record else None,
+                    upstream,
+                    list(variables),
+                    mask,
+                    recurrent_mask,
+                    flags,
+                )
             return d_projected + d_states, d_vars
 
         return result, grad
