@@ -19,7 +19,13 @@ def read_version() -> str:
 
 # tf2onnx < 1.17 pins protobuf~=3.20, which TensorFlow 2.21 (protobuf >= 6.31) excludes;
 # onnxruntime >= 1.19 is built against numpy 2.
-ONNX = ["tf2onnx>=1.17,<2", "onnx>=1.16", "onnxruntime>=1.19,<2"]
+# onnxruntime-extensions: the tokenizer ops of the sentiment model's string-input ONNX file.
+ONNX = [
+    "tf2onnx>=1.17,<2",
+    "onnx>=1.16",
+    "onnxruntime>=1.19,<2",
+    "onnxruntime-extensions>=0.15,<1",
+]
 
 setup(
     name="keras-rnncells",

@@ -1,22 +1,32 @@
 """Serving latency and throughput: SavedModel (TensorFlow) against ONNX Runtime.
 
-For each application (sentiment, seq2seq, and the recurrent layers GRU, LSTM
-and MGU on float sequences, with Keras' own GRU and LSTM layers as the
-reference, served the same way) the script builds a model of the default size
-(untrained: speed does not depend on the weights), exports it with
-``keras_rnncells.export`` (SavedModel and ONNX), loads both artifacts the
-way a server does (``tf.saved_model.load`` and an ``onnxruntime``
-``InferenceSession``) and times one request at batch 1 and at batch 64:
-median and p99 latency over ``--repeats`` requests, and throughput
-(examples per second at batch 64). SavedModel requests take the serving
-signature's inputs (strings for the text applications); ONNX requests take
-token ids (tokenization is not in the ONNX graph), so the ONNX column leaves
-tokenization out.
+For each application (sentiment, color namer, name to color, seq2seq, and the
+recurrent layers GRU, LSTM and MGU on float sequences, with Keras' own GRU and
+LSTM layers as the reference, served the same way) the script builds a model
+of the default size (untrained: speed does not depend on the weights),
+exports it with ``keras_rnncells.export`` (SavedModel and ONNX) and loads both
+artifacts the way a server does (``tf.saved_model.load`` and an
+``onnxruntime`` ``InferenceSession``). Then, in the same run:
+
+* latency: one request at a time at batch 1 and at batch 64, median (p50)
+  and p99 over ``--repeats`` requests, and throughput (examples per second
+  at the median);
+* under load (``keras_rnncells.export.load``): ``--threads`` threads send
+  ``--requests`` requests each to the one loaded artifact, batches of 1 to 8
+  rows drawn from the application's examples; p50 and p99 latency, requests
+  per second over the wall time, errors, and answers that differ from the
+  single-threaded answer to the same request (``wrong``). Ratios are against
+  Keras' GRU on the same runtime.
+
+SavedModel requests take the serving signature's inputs (strings for the text
+applications); ONNX requests take token ids (tokenization is not in the ONNX
+graph), so the ONNX column leaves tokenization out.
 
 Usage::
 
-    python benchmarks/serving.py                      # all rows, 200 requests each
-    python benchmarks/serving.py --rows gru,sentiment --repeats 50 --json serving.json
+    python benchmarks/serving.py                  # all rows, 200 requests, 8 x 200 under load
+    python benchmarks/serving.py --rows keras-gru,sentiment --threads 4 --requests 50
+    python benchmarks/serving.py --rows gru --repeats 50 --json serving.json
 """
 
 from __future__ import annotations
@@ -28,29 +38,54 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np
-import tensorflow as tf
 
 from keras_rnncells.export import Servable, recurrent_layer_servable
+from keras_rnncells.export.load import (
+    OnnxRunner,
+    Runner,
+    SavedModelRunner,
+    requests_from_examples,
+    serve_under_load,
+)
 
-ROWS = ("keras-gru", "gru", "keras-lstm", "lstm", "mgu", "sentiment", "seq2seq")
+ROWS = (
+    "keras-gru",
+    "gru",
+    "keras-lstm",
+    "lstm",
+    "mgu",
+    "sentiment",
+    "color-namer",
+    "name-to-color",
+    "seq2seq",
+)
+APPLICATIONS = ("sentiment", "color-namer", "name-to-color", "seq2seq")
+REFERENCE = "keras-gru"
 
 
-def text_servables(name: str) -> Servable:
+def application_servable(name: str) -> Servable:
     """An untrained application model of the default size, as a Servable."""
-    from keras_rnncells.apps.sentiment import SentimentClassifier, sentiment_servable
-    from keras_rnncells.apps.seq2seq import seq2seq_servable
+    from keras_rnncells.apps import servable_for
+    from keras_rnncells.apps.color_namer import ColorNamer
+    from keras_rnncells.apps.colors import load_color_list
+    from keras_rnncells.apps.name_to_color import NameToColor
+    from keras_rnncells.apps.sentiment import SentimentClassifier
     from keras_rnncells.data.dates import date_pairs
     from keras_rnncells.seq2seq import TextSeq2Seq
-    from keras_rnncells.text import CharTokenizer, WordPieceTokenizer
+    from keras_rnncells.text import CharTokenizer, WordPieceTokenizer, WordTokenizer
 
     if name == "sentiment":
         corpus = ["a gripping , beautifully acted film", "dull and far too long"] * 50
-        return sentiment_servable(SentimentClassifier(WordPieceTokenizer.from_corpus(corpus)))
+        return servable_for(SentimentClassifier(WordPieceTokenizer.from_corpus(corpus)))
+    if name in ("color-namer", "name-to-color"):
+        words = WordTokenizer.from_corpus(load_color_list().names, lowercase=True)
+        return servable_for((ColorNamer if name == "color-namer" else NameToColor)(words))
     sources, targets = zip(*date_pairs(500))
     model = TextSeq2Seq.from_tokenizers(
         CharTokenizer.from_corpus(sources),
@@ -58,7 +93,7 @@ def text_servables(name: str) -> Servable:
         bidirectional=True,
         max_output_length=12,
     )
-    return seq2seq_servable(model)
+    return servable_for(model)
 
 
 def keras_layer_servable(name: str, units: int = 128, input_dim: int = 64) -> Servable:
@@ -72,8 +107,8 @@ def keras_layer_servable(name: str, units: int = 128, input_dim: int = 64) -> Se
 
 
 def servable(name: str) -> Servable:
-    if name in ("sentiment", "seq2seq"):
-        return text_servables(name)
+    if name in APPLICATIONS:
+        return application_servable(name)
     if name.startswith("keras-"):
         return keras_layer_servable(name)
     return recurrent_layer_servable(name, units=128, input_dim=64)
@@ -109,30 +144,67 @@ def summary(samples: list[float], batch: int) -> dict[str, float]:
     return {"p50_ms": 1000 * median, "p99_ms": 1000 * p99, "per_second": batch / median}
 
 
-def measure(name: str, directory: Path, repeats: int, steps: int) -> list[dict]:
-    import onnxruntime
-
+def measure(name: str, directory: Path, args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
+    """(latency rows at batch 1 and 64, load rows) of both runtimes of one model."""
     from keras_rnncells.export.command import export_servable
 
     served = servable(name)
     paths = export_servable(served, directory, version=1)
-    saved_path, onnx_path = paths["savedmodel"], paths["onnx"]
-    signature = tf.saved_model.load(str(saved_path)).signatures["serving_default"]
-    session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-    onnx_examples = served.onnx()[1]
-    rows = []
+    runtimes: dict[str, tuple[Runner, dict]] = {
+        "SavedModel": (SavedModelRunner(paths["savedmodel"]), served.examples),
+        "ONNX Runtime": (OnnxRunner(paths["onnx"]), served.onnx()[1]),
+    }
+    rows, loaded = [], []
     for size in (1, 64):
-        saved_inputs = {
-            k: tf.constant(v) for k, v in batch_of(served.examples, size, steps).items()
-        }
-        onnx_inputs = batch_of(onnx_examples, size, steps)
-        for runtime, call in (
-            ("SavedModel", lambda inputs=saved_inputs: signature(**inputs)),
-            ("ONNX Runtime", lambda inputs=onnx_inputs: session.run(None, inputs)),
-        ):
-            result = summary(latencies(call, repeats), size)
+        for runtime, (run, examples) in runtimes.items():
+            inputs = batch_of(examples, size, args.steps)
+            result = summary(latencies(partial(run, inputs), args.repeats), size)
             rows.append({"model": name, "runtime": runtime, "batch": size, **result})
-    return rows
+    for runtime, (run, examples) in runtimes.items():
+        requests = requests_from_examples(batch_of(examples, 8, args.steps))
+        report = serve_under_load(run, requests, args.threads, args.requests)
+        loaded.append({"model": name, "runtime": runtime, **report.summary()})
+    return rows, loaded
+
+
+def ratios_to_reference(rows: list[dict]) -> None:
+    """Load rows get p50 and throughput as multiples of Keras' GRU on the same
+    runtime (``None`` where it was not measured)."""
+    reference = {row["runtime"]: row for row in rows if row["model"] == REFERENCE}
+    for row in rows:
+        base = reference.get(row["runtime"])
+        row["p50_vs_keras_gru"] = row["p50_ms"] / base["p50_ms"] if base else None
+        row["per_second_vs_keras_gru"] = row["per_second"] / base["per_second"] if base else None
+
+
+def ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def print_tables(rows: list[dict], loaded: list[dict], args: argparse.Namespace) -> None:
+    print(f"\nServing, median (p50) and p99 latency over {args.repeats} requests")
+    print("| model | runtime | batch | p50 ms | p99 ms | examples/s | vs SavedModel |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(
+            f"| {row['model']} | {row['runtime']} | {row['batch']} | {row['p50_ms']:.2f} | "
+            f"{row['p99_ms']:.2f} | {row['per_second']:.0f} | {row['vs_savedmodel']:.2f}x |"
+        )
+    print(
+        f"\nUnder load: {args.threads} threads x {args.requests} requests of 1-8 rows, "
+        "one loaded artifact; ratios against keras-gru on the same runtime"
+    )
+    print(
+        "| model | runtime | p50 ms | p99 ms | requests/s | errors | wrong | "
+        "p50 vs keras-gru | requests/s vs keras-gru |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for row in loaded:
+        print(
+            f"| {row['model']} | {row['runtime']} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | "
+            f"{row['per_second']:.0f} | {row['errors']} | {row['wrong']} | "
+            f"{ratio(row['p50_vs_keras_gru'])} | {ratio(row['per_second_vs_keras_gru'])} |"
+        )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -140,19 +212,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rows", default=",".join(ROWS), help=f"any of {','.join(ROWS)}")
     parser.add_argument("--repeats", type=int, default=200, help="requests per measurement")
     parser.add_argument("--steps", type=int, default=30, help="steps of the float sequences")
+    parser.add_argument("--threads", type=int, default=8, help="threads sending requests")
+    parser.add_argument("--requests", type=int, default=200, help="requests per thread")
     parser.add_argument("--json", help="also write the rows to this file")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for key in ("repeats", "steps", "threads", "requests"):
+        if getattr(args, key) < 1:
+            raise ValueError(
+                f"Argument `--{key}` must be a positive integer, received: {getattr(args, key)}"
+            )
+    args.rows = [name.strip() for name in args.rows.split(",") if name.strip()]
+    unknown = [name for name in args.rows if name not in ROWS]
+    if unknown or not args.rows:
+        raise ValueError(f"Argument `--rows` must list some of {ROWS}, received: {unknown}")
+    return args
 
 
-def main(argv: Sequence[str] | None = None) -> list[dict]:
+def main(argv: Sequence[str] | None = None) -> dict[str, list[dict]]:
     args = parse_args(argv)
-    rows = []
+    rows, loaded = [], []
     with tempfile.TemporaryDirectory() as temporary:
-        for name in args.rows.split(","):
-            rows += measure(name, Path(temporary) / name, args.repeats, args.steps)
-    print(f"\nServing, median (p50) and p99 latency over {args.repeats} requests")
-    print("| model | runtime | batch | p50 ms | p99 ms | examples/s | vs SavedModel |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+        for name in args.rows:
+            measured = measure(name, Path(temporary) / name, args)
+            rows += measured[0]
+            loaded += measured[1]
     for row in rows:
         reference = next(
             r["p50_ms"]
@@ -160,13 +243,12 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
             if (r["model"], r["batch"], r["runtime"]) == (row["model"], row["batch"], "SavedModel")
         )
         row["vs_savedmodel"] = row["p50_ms"] / reference
-        print(
-            f"| {row['model']} | {row['runtime']} | {row['batch']} | {row['p50_ms']:.2f} | "
-            f"{row['p99_ms']:.2f} | {row['per_second']:.0f} | {row['vs_savedmodel']:.2f}x |"
-        )
+    ratios_to_reference(loaded)
+    print_tables(rows, loaded, args)
+    result = {"latency": rows, "load": loaded}
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
-    return rows
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
 
 
 if __name__ == "__main__":

@@ -100,13 +100,44 @@ def test_seq2seq_quick_run(tmp_path, capsys):
 
 def test_serving_quick_run(tmp_path, capsys):
     saved = tmp_path / "rows.json"
-    arguments = ["--rows", "mgu", "--repeats", "3", "--steps", "4", "--json", str(saved)]
-    rows = load_script("serving").main(arguments)
-    assert json.loads(saved.read_text()) == json.loads(json.dumps(rows))
-    assert {(row["runtime"], row["batch"]) for row in rows} == {
-        (runtime, batch) for runtime in ("SavedModel", "ONNX Runtime") for batch in (1, 64)
+    arguments = ["--rows", "keras-gru,mgu", "--repeats", "3", "--steps", "4"]
+    arguments += ["--threads", "2", "--requests", "5", "--json", str(saved)]
+    result = load_script("serving").main(arguments)
+    assert json.loads(saved.read_text()) == json.loads(json.dumps(result))
+    runtimes = ("SavedModel", "ONNX Runtime")
+    assert {(row["model"], row["runtime"], row["batch"]) for row in result["latency"]} == {
+        (model, runtime, batch)
+        for model in ("keras-gru", "mgu")
+        for runtime in runtimes
+        for batch in (1, 64)
     }
-    for row in rows:
+    for row in result["latency"]:
         assert row["p50_ms"] <= row["p99_ms"]
         assert row["per_second"] == pytest.approx(1000 * row["batch"] / row["p50_ms"])
-    assert "| mgu | ONNX Runtime | 64 |" in capsys.readouterr().out
+    load = {(row["model"], row["runtime"]): row for row in result["load"]}
+    assert set(load) == {(model, runtime) for model in ("keras-gru", "mgu") for runtime in runtimes}
+    for (_, runtime), row in load.items():
+        assert (row["threads"], row["requests"], row["errors"], row["wrong"]) == (2, 10, 0, 0)
+        assert 0 < row["p50_ms"] <= row["p99_ms"]
+        reference = load[("keras-gru", runtime)]
+        assert row["p50_vs_keras_gru"] == pytest.approx(row["p50_ms"] / reference["p50_ms"])
+        assert row["per_second_vs_keras_gru"] == pytest.approx(
+            row["per_second"] / reference["per_second"]
+        )
+    printed = capsys.readouterr().out
+    assert "| mgu | ONNX Runtime | 64 |" in printed
+    assert "Under load: 2 threads x 5 requests" in printed
+    assert "| keras-gru | SavedModel |" in printed and "| 0 | 0 | 1.00x | 1.00x |" in printed
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--threads", "0"], "--threads"),
+        (["--requests", "-2"], "--requests"),
+        (["--rows", "gru,x"], "--rows"),
+    ],
+)
+def test_serving_bad_arguments(argv, flag):
+    with pytest.raises(ValueError, match=flag):
+        load_script("serving").parse_args(argv)

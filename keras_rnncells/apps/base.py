@@ -2,11 +2,64 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
 
+from keras_rnncells.cells.registry import list_cells
+from keras_rnncells.checks import (
+    check_choice,
+    check_float,
+    check_mapping,
+    check_positive_int,
+    check_rate,
+)
+from keras_rnncells.data.pipeline import check_seed
 from keras_rnncells.text import Tokenizer
+
+
+def check_optional_positive_int(name: str, value: Any) -> int | None:
+    return None if value is None else check_positive_int(name, value)
+
+
+# The checks of the settings fields, by name, shared by the applications' runs.
+SETTING_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    **dict.fromkeys(
+        (
+            "units",
+            "epochs",
+            "batch_size",
+            "embedding_dim",
+            "beam_width",
+            "bins",
+            "vocabulary_size",
+            "max_tokens",
+            "validation_size",
+            "test_size",
+        ),
+        check_positive_int,
+    ),
+    "train_size": check_optional_positive_int,
+    "seed": lambda name, value: check_seed(value),
+    "cell": lambda name, value: check_choice(name, value, list_cells()),
+    "cell_options": check_mapping,
+    "dropout": check_rate,
+    "learning_rate": lambda name, value: check_float(name, value, "(0, inf)"),
+    "test_fraction": lambda name, value: check_float(name, value, "(0, 1)"),
+}
+
+
+def check_settings(settings: Any, **choices: Sequence[Any]) -> None:
+    """Checks every field of a settings dataclass that ``SETTING_CHECKS``
+    knows, and those named in ``choices`` against their allowed values."""
+    for field in dataclasses.fields(settings):
+        value = getattr(settings, field.name)
+        if field.name in choices:
+            check_choice(field.name, value, choices[field.name])
+        elif field.name in SETTING_CHECKS:
+            SETTING_CHECKS[field.name](field.name, value)
 
 
 class TokenizerModel(keras.Model):

@@ -33,7 +33,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_rnncells.apps.base import check_settings
+from keras_rnncells.checks import shapes_compatible
 from keras_rnncells.data.paths import data_file
+from keras_rnncells.data.pipeline import shuffled_slices
 from keras_rnncells.training import EpochTimes, parameter_count, run_callbacks
 
 SOURCES = ("list", "counts")
@@ -120,6 +123,8 @@ def check_rgb(rgb, check_finite: bool = True) -> tf.Tensor:
     with ``check_finite``, NaN or infinity raises ``InvalidArgumentError``
     (``tf.debugging.assert_all_finite``), in the graph too."""
     rgb = tf.cast(rgb, tf.float32)
+    if not shapes_compatible(rgb.shape, (None, 3)):
+        raise ValueError(f"Argument `rgb` must be of shape (batch, 3), received shape {rgb.shape}")
     if check_finite:
         rgb = tf.debugging.assert_all_finite(rgb, "rgb must be finite (no NaN or infinity)")
     return tf.clip_by_value(rgb, 0.0, 1.0)
@@ -171,6 +176,9 @@ class ColorSettings:
     learning_rate: float = 1e-2
     cell_options: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        check_settings(self, source=SOURCES)
+
 
 def run_splits(settings: ColorSettings, root=None) -> tuple[ColorExamples, ColorExamples]:
     """(train, test) of the run; ``train_size`` keeps a random part of train."""
@@ -200,13 +208,13 @@ def fit_run(
     """``model.fit`` with the run's callbacks (resumable, logs); the timings."""
     timer = EpochTimes()
     started = time.perf_counter()
+    # shuffled per (seed, epoch), not by Keras: a resumed run sees an uninterrupted run's order
+    batches = shuffled_slices((inputs, targets, weights), settings.seed).batch(settings.batch_size)
     model.fit(
-        inputs,
-        targets,
-        sample_weight=weights,
-        batch_size=settings.batch_size,
+        batches.prefetch(tf.data.AUTOTUNE),
         epochs=settings.epochs,
         callbacks=run_callbacks(run_dir, timer),
+        shuffle=False,  # the dataset shuffles itself
         verbose=verbose,
     )
     return {

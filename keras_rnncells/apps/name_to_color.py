@@ -36,6 +36,7 @@ from keras_rnncells.apps.colors import (
     run_splits,
 )
 from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.export.onnx_text import StringFrontEnd
 from keras_rnncells.export.servable import Servable, traced
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordTokenizer
@@ -115,7 +116,9 @@ def name_to_color_servable(model: NameToColor, name: str = "name-to-color") -> S
     "distribution": float32 (B, 3, bins)}``; an empty name gets the prior
     (see the module), unknown words read as ``[UNK]``. ONNX (no string ops):
     ``{"token_ids": int32 (B, T)}`` -> the same outputs, ids of the
-    vocabulary shipped with it (lower-cased words split on whitespace)."""
+    vocabulary shipped with it (lower-cased words split on whitespace), and
+    ``model_text.onnx`` on ``{"name"}`` with the tokenizer as
+    onnxruntime-extensions ops (`keras_rnncells.export.onnx_text`)."""
     module = tf.Module()
     module.model = model
 
@@ -137,6 +140,11 @@ def name_to_color_servable(model: NameToColor, name: str = "name-to-color") -> S
             {"token_ids": tf.TensorSpec((None, None), tf.int32)},
         ),
         onnx_examples={"token_ids": ids},
+        onnx_text=StringFrontEnd(
+            model.tokenizer,
+            lambda ragged: outputs(*model.colors_from_ids(model.tokenizer.pad(ragged))),
+            input_name="name",
+        ),
         vocabulary_files={"vocabulary.txt": model.tokenizer.vocabulary},
     )
 

@@ -22,9 +22,11 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_rnncells.apps.base import TokenizerModel
-from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.apps.base import TokenizerModel, check_settings
+from keras_rnncells.checks import check_positive_int, check_rate
+from keras_rnncells.data.pipeline import shuffled_slices
 from keras_rnncells.data.sentiment import read_glue_train, read_imdb, read_stsa
+from keras_rnncells.export.onnx_text import StringFrontEnd
 from keras_rnncells.export.servable import Servable, traced
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordPieceTokenizer
@@ -38,6 +40,9 @@ from keras_rnncells.training import (
 )
 
 LABELS = ("negative", "positive")
+DATASETS = ("sst2", "imdb")
+# HTML line breaks (IMDB reviews hold "<br />"), made spaces before tokenizing.
+LINE_BREAK = r"<br\s*/?>"
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
@@ -78,7 +83,7 @@ class SentimentClassifier(TokenizerModel):
             cell_options,
             name="encoder",
         )
-        self.dropout_rate = dropout
+        self.dropout_rate = check_rate("dropout", dropout)
         self.dropout = keras.layers.Dropout(dropout)
         self.head = keras.layers.Dense(1, name="logit")
         self.logits_from_ids(ops.ones((1, 2), "int32"))  # creates every weight
@@ -87,8 +92,13 @@ class SentimentClassifier(TokenizerModel):
     def token_ids(self, texts):
         """Strings ``(B,)`` to padded WordPiece ids ``(B, T)``, T a multiple of
         ``pad_to_multiple``."""
-        texts = tf.strings.regex_replace(texts, r"<br\s*/?>", " ")
-        ids = self.tokenizer(texts)
+        texts = tf.strings.regex_replace(texts, LINE_BREAK, " ")
+        return self.pad_ids(self.tokenizer.tokenize(texts))
+
+    def pad_ids(self, ids):
+        """Ragged WordPiece ids ``(B, None)`` (``tokenizer.tokenize``) as the
+        padded ids ``(B, T)`` of `token_ids`."""
+        ids = self.tokenizer.pad(ids)
         steps = tf.shape(ids)[1]
         padded = -(-steps // self.pad_to_multiple) * self.pad_to_multiple
         return tf.pad(ids, [[0, 0], [0, padded - steps]])
@@ -122,7 +132,9 @@ def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> S
     """Serving: ``{"text": string (B,)}`` -> ``{"probability": float32 (B,),
     "label": string (B,)}``, "positive" where the probability is >= 0.5. ONNX
     (no string ops): ``{"token_ids": int32 (B, T)}`` -> ``{"probability"}``,
-    ids from ``model.token_ids`` (the WordPiece vocabulary ships with it)."""
+    ids from ``model.token_ids`` (the WordPiece vocabulary ships with it), and
+    ``model_text.onnx`` on ``{"text"}`` with the tokenizer as
+    onnxruntime-extensions ops (`keras_rnncells.export.onnx_text`)."""
     module = tf.Module()
     module.model = model
 
@@ -147,6 +159,11 @@ def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> S
         examples=examples,
         onnx_function=traced(from_ids, {"token_ids": tf.TensorSpec((None, None), tf.int32)}),
         onnx_examples={"token_ids": ids.astype("int32")},
+        onnx_text=StringFrontEnd(
+            model.tokenizer,
+            lambda ragged: from_ids(model.pad_ids(ragged)),
+            replacements=((LINE_BREAK, " "),),
+        ),
         vocabulary_files={"vocabulary.txt": model.tokenizer.vocabulary},
     )
 
@@ -170,6 +187,9 @@ class SentimentSettings:
     max_tokens: int = 400  # IMDB reviews keep their first 400 word pieces
     cell_options: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        check_settings(self, dataset=DATASETS)
+
 
 def sentiment_splits(dataset: str, root=None) -> dict[str, tuple[list[str], np.ndarray]]:
     """Train, validation and test (texts, labels) of ``"sst2"`` or ``"imdb"``."""
@@ -188,16 +208,13 @@ def sentiment_splits(dataset: str, root=None) -> dict[str, tuple[list[str], np.n
             "validation": ([texts[i] for i in held], labels[held]),
             "test": read_imdb("test", root),
         }
-    raise ValueError(f"Argument `dataset` must be 'sst2' or 'imdb', received: {dataset!r}")
+    raise ValueError(f"Argument `dataset` must be one of {DATASETS}, received: {dataset!r}")
 
 
 def text_dataset(examples, batch_size: int, seed: int | None = None) -> tf.data.Dataset:
     texts, labels = examples
-    dataset = tf.data.Dataset.from_tensor_slices(
-        (tf.constant(texts), tf.constant(labels[:, None], tf.float32))
-    )
-    if seed is not None:
-        dataset = dataset.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
+    # shuffled per (seed, epoch): a resumed run sees an uninterrupted run's order
+    dataset = shuffled_slices((tf.constant(texts), tf.constant(labels[:, None], tf.float32)), seed)
     return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
 

@@ -18,8 +18,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_rnncells.apps.base import check_settings
 from keras_rnncells.data.dates import date_splits
+from keras_rnncells.data.pipeline import shuffled_slices
+from keras_rnncells.export.onnx_text import StringFrontEnd
 from keras_rnncells.export.servable import Servable, traced
+from keras_rnncells.seq2seq.attention import SCORES
 from keras_rnncells.seq2seq.text import TextSeq2Seq
 from keras_rnncells.text import CharTokenizer
 from keras_rnncells.training import (
@@ -39,7 +43,9 @@ def seq2seq_servable(model: TextSeq2Seq, name: str = "seq2seq") -> Servable:
     """Serving: ``{"text": string (B,)}`` -> ``{"output": string (B,),
     "score": float32 (B,)}``, beam search of width 4 in the graph. ONNX (no
     string ops): ``{"token_ids": int32 (B, S)}`` -> ``{"tokens": int32 (B, L),
-    "score"}``, the ids of the two vocabularies shipped with it."""
+    "score"}``, the ids of the two vocabularies shipped with it, and
+    ``model_text.onnx`` with the serving signature, the tokenizers as
+    onnxruntime-extensions ops (`keras_rnncells.export.onnx_text`)."""
     module = tf.Module()
     module.model = model
 
@@ -61,6 +67,11 @@ def seq2seq_servable(model: TextSeq2Seq, name: str = "seq2seq") -> Servable:
         examples=examples,
         onnx_function=traced(from_ids, {"token_ids": tf.TensorSpec((None, None), tf.int32)}),
         onnx_examples={"token_ids": ids},
+        onnx_text=StringFrontEnd(
+            model.source_tokenizer,
+            lambda ragged: from_ids(model.source_tokenizer.pad(ragged)),
+            detokenizers={"output": ("tokens", model.target_tokenizer)},
+        ),
         vocabulary_files={
             "source_vocabulary.txt": model.source_tokenizer.vocabulary,
             "target_vocabulary.txt": model.target_tokenizer.vocabulary,
@@ -87,13 +98,14 @@ class DateSettings:
     beam_width: int = 4
     cell_options: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        check_settings(self, attention=(None, *SCORES))
+
 
 def string_dataset(pairs: list[tuple[str, str]], model: TextSeq2Seq, batch_size: int, seed=None):
     """(source, target) string pairs as batches of ``model.examples``, shuffled if ``seed``."""
     sources, targets = (tf.constant(list(column)) for column in zip(*pairs))
-    dataset = tf.data.Dataset.from_tensor_slices((sources, targets))
-    if seed is not None:
-        dataset = dataset.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
+    dataset = shuffled_slices((sources, targets), seed)  # per (seed, epoch): resumable
     return dataset.batch(batch_size).map(model.examples).prefetch(tf.data.AUTOTUNE)
 
 

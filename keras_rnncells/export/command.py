@@ -9,17 +9,23 @@ export time: the SavedModel in a fresh process, the ONNX model in onnxruntime.
 
 from __future__ import annotations
 
+import importlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import keras
 
 from keras_rnncells.export.onnx import onnx_path, write_onnx
-from keras_rnncells.export.saved_model import write_saved_model
+from keras_rnncells.export.saved_model import publish, write_saved_model
 from keras_rnncells.export.servable import Servable
 
 FORMATS = ("savedmodel", "onnx")
+# The modules defining the application models, imported before a model.keras
+# is loaded so that Keras finds their (registered) classes.
+APP_MODULES = ("color_namer", "name_to_color", "sentiment", "seq2seq")
 
 
 def parse_formats(text: str) -> tuple[str, ...]:
@@ -52,6 +58,8 @@ def load_run_model(run_dir: str | os.PathLike) -> Any:
             f"Argument `run_dir`: {path} does not exist; expected a directory written by "
             "`rnncells train`"
         )
+    for name in APP_MODULES:
+        importlib.import_module(f"keras_rnncells.apps.{name}")
     return keras.saving.load_model(path, safe_mode=True)
 
 
@@ -77,9 +85,21 @@ def export_servable(
                 f"Argument `version`: {path} exists; pass overwrite=True (--overwrite) "
                 "to replace it"
             )
-        write_onnx(servable, path, version=version)
+        write_onnx_version(servable, path, version)
         paths["onnx"] = path
     return paths
+
+
+def write_onnx_version(servable: Servable, path: Path, version: int) -> None:
+    """`write_onnx` into a hidden sibling of the version directory, renamed into
+    place once complete (as the SavedModel is): a kill leaves no partial version."""
+    path.parent.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=f".{path.parent.name}.", dir=path.parent.parent))
+    try:
+        write_onnx(servable, staged / path.name, version=version)
+        publish(staged, path.parent)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)  # left only on failure
 
 
 def export_run(

@@ -104,9 +104,19 @@ def verify_manifest(directory: str | os.PathLike) -> dict[str, Any]:
     directory = Path(directory)
     path = directory / MANIFEST
     if not path.is_file():
-        raise ValueError(f"{directory} holds no {MANIFEST}: not an export of keras_rnncells")
-    manifest = json.loads(path.read_text(encoding="utf-8"))
-    expected, found = manifest.get("files", {}), file_checksums(directory)
+        raise ValueError(
+            f"Argument `directory`: {directory} holds no {MANIFEST}: "
+            "not an export of keras_rnncells"
+        )
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path} is not valid JSON (truncated or altered): {error}") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        raise ValueError(
+            f"{path} must be a JSON object with a `files` object (truncated or altered)"
+        )
+    expected, found = manifest["files"], file_checksums(directory)
     for name, checksum in expected.items():
         if name not in found:
             raise ValueError(f"{directory}: {name} is listed in {MANIFEST} but missing")

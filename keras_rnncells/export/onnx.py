@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from keras_rnncells.checks import check_float
 from keras_rnncells.export.manifest import tensor_spec, write_manifest
 from keras_rnncells.export.onnx_rnn import native_op_handlers, onnx_tracing
-from keras_rnncells.export.servable import Servable
+from keras_rnncells.export.onnx_text import STRING_MODEL_FILE, write_string_model
+from keras_rnncells.export.servable import Servable, check_servable
 from keras_rnncells.training import write_atomically
 
 MIN_OPSET = 17
@@ -95,6 +97,7 @@ def value_specs(values: Any) -> list[dict[str, Any]]:
     for value in values:
         tensor = value.type.tensor_type
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type)).name
+        dtype = "string" if dtype == "object" else dtype  # ONNX's only object type
         shape = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
         specs.append(tensor_spec(value.name, dtype, shape))
     return specs
@@ -113,6 +116,7 @@ def write_onnx(
     check: bool = True,
     tolerance: float = 1e-4,
     version: int | None = None,
+    string_input: bool = True,
 ) -> dict[str, Any]:
     """Converts ``servable.onnx()`` with tf2onnx and writes it to ``path``
     (atomically), with ``manifest.json`` and the vocabulary files next to it.
@@ -121,12 +125,18 @@ def write_onnx(
     examples; the largest absolute difference from TensorFlow per output is
     recorded as ``parity``, and a ``ValueError`` is raised (nothing written)
     when one exceeds ``tolerance``. Returns the manifest.
+
+    With ``string_input``, a servable with ``onnx_text`` also gets
+    ``model_text.onnx`` on strings (`keras_rnncells.export.onnx_text`),
+    checked the same way, described under ``string_input`` in the manifest.
     """
+    check_servable("servable", servable)
     path = Path(path)
     if path.suffix != ".onnx":
         raise ValueError(f"Argument `path` must name a .onnx file, received: {str(path)!r}")
-    if not tolerance > 0:
-        raise ValueError(f"Argument `tolerance` must be a positive float, received: {tolerance!r}")
+    check_float("tolerance", tolerance, "(0, inf)")
+    if isinstance(opset, bool) or not isinstance(opset, int) or opset < MIN_OPSET:
+        raise ValueError(f"Argument `opset` must be an integer >= {MIN_OPSET}, received: {opset!r}")
     function, examples = servable.onnx()
     model, layers = convert(function, opset)
     errors = parity(model, function, examples) if check else {}
@@ -135,6 +145,11 @@ def write_onnx(
         raise ValueError(
             f"ONNX model {servable.name!r} differs from TensorFlow by {too_far} "
             f"(max abs error per output), above tolerance={tolerance}"
+        )
+    extra = {"file": path.name, "opset": opset_of(model), "recurrent_layers": layers}
+    if string_input and servable.onnx_text is not None:  # a model on strings; checked first
+        extra["string_input"] = write_string_model(
+            servable, path.parent / STRING_MODEL_FILE, opset, check, tolerance
         )
     write_atomically(path, lambda temporary: Path(temporary).write_bytes(model.SerializeToString()))
     for name, tokens in servable.vocabulary_files.items():
@@ -150,7 +165,7 @@ def write_onnx(
         outputs=value_specs(model.graph.output),
         parity=measured if check else {},
         vocabulary_files=sorted(servable.vocabulary_files),
-        extra={"file": path.name, "opset": opset_of(model), "recurrent_layers": layers},
+        extra=extra,
     )
     return json.loads(manifest_path.read_text(encoding="utf-8"))
 

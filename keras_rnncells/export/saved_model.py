@@ -31,8 +31,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,10 +40,12 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from keras_rnncells.checks import check_float
 from keras_rnncells.export import check as checker
 from keras_rnncells.export.check import SIGNATURE, load_and_run
+from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.manifest import tensor_spec, write_manifest
-from keras_rnncells.export.servable import Servable
+from keras_rnncells.export.servable import Servable, check_servable
 from keras_rnncells.layers.rnn import portable
 
 VOCABULARY_DIRECTORY = "assets.extra"
@@ -91,6 +91,9 @@ def write_saved_models(
         isinstance(version, bool) or not isinstance(version, int) or version < 1
     ):
         raise ValueError(f"Argument `version` must be a positive integer or None, got {version!r}")
+    for index, servable in enumerate(servables):
+        check_servable(f"servables[{index}]", servable)
+    check_float("tolerance", tolerance, "(0, inf)")
     names = [servable.name for servable in servables]
     if len(set(names)) != len(names):
         raise ValueError(f"Argument `servables` must have distinct names, got {names}")
@@ -130,6 +133,15 @@ def stage(servable: Servable, target: Path) -> Path:
     """The SavedModel and vocabulary files in a hidden sibling of ``target``."""
     target.parent.mkdir(parents=True, exist_ok=True)
     directory = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        write_staged(servable, directory)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return directory
+
+
+def write_staged(servable: Servable, directory: Path) -> None:
     with portable():
         tf.saved_model.save(
             serving_root(servable), os.fspath(directory), signatures={SIGNATURE: servable.serve}
@@ -144,7 +156,6 @@ def stage(servable: Servable, target: Path) -> Path:
         path = directory / VOCABULARY_DIRECTORY / name
         path.parent.mkdir(exist_ok=True)
         path.write_text("".join(f"{token}\n" for token in tokens), encoding="utf-8")
-    return directory
 
 
 def serving_root(servable: Servable) -> tf.Module:
@@ -230,7 +241,10 @@ def run_in_fresh_process(
     """For every job ``(directory, inputs)``, the outputs of its SavedModel's
     ``serving_default`` by loader (``check.LOADERS``), all run in one new Python
     process that cannot import keras_rnncells (``keras_rnncells.export.check``)."""
-    with tempfile.TemporaryDirectory() as temporary:
+    # next to the exports, not in the system's temporary directory: the CLI
+    # writes only under the directory it is given
+    parent = Path(jobs[0][0]).parent if jobs else None
+    with tempfile.TemporaryDirectory(prefix=".check.", dir=parent) as temporary:
         temporary = Path(temporary)
         request = []
         for index, (directory, inputs) in enumerate(jobs):
@@ -244,17 +258,7 @@ def run_in_fresh_process(
             )
         (temporary / "request.json").write_text(json.dumps(request), encoding="utf-8")
         source = Path(checker.__file__).read_text(encoding="utf-8")
-        result = subprocess.run(
-            [sys.executable, "-c", source, os.fspath(temporary / "request.json")],
-            cwd=temporary,
-            capture_output=True,
-            text=True,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(
-                f"Loading the SavedModel in a fresh process failed (exit {result.returncode}):\n"
-                + result.stderr[-4000:]
-            )
+        run_fresh_python(source, [temporary / "request.json"], "Loading the SavedModel", temporary)
         outputs = []
         for job in request:
             by_loader = {}

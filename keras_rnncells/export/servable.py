@@ -31,6 +31,9 @@ class Servable:
     * ``onnx_function`` / ``onnx_examples``: the same model on token ids or
       numbers (no string ops), for ONNX; ``None`` where ``serve`` has no
       string input and converts as it is.
+    * ``onnx_text``: a ``keras_rnncells.export.onnx_text.StringFrontEnd``
+      where the ONNX export also writes a model on strings (the app's
+      tokenizer rebuilt from onnx and onnxruntime-extensions ops), else ``None``.
     * ``vocabulary_files``: file name -> tokens, written next to the model.
     """
 
@@ -41,6 +44,7 @@ class Servable:
     examples: dict[str, np.ndarray]
     onnx_function: Any = None
     onnx_examples: dict[str, np.ndarray] | None = None
+    onnx_text: Any = None
     vocabulary_files: dict[str, list[str]] = field(default_factory=dict)
 
     def onnx(self) -> tuple[Any, dict[str, np.ndarray]]:
@@ -48,6 +52,16 @@ class Servable:
         if self.onnx_function is None:
             return self.serve, self.examples
         return self.onnx_function, self.onnx_examples
+
+
+def check_servable(name: str, servable: Any) -> Servable:
+    """``servable`` if it is a `Servable`, else a ``ValueError`` naming ``name``."""
+    if not isinstance(servable, Servable):
+        raise ValueError(
+            f"Argument `{name}` must be a keras_rnncells.export.Servable "
+            f"(from keras_rnncells.apps.servable_for), received: {servable!r}"
+        )
+    return servable
 
 
 def traced(function: Callable, input_signature: dict[str, tf.TensorSpec]) -> Any:

@@ -117,9 +117,15 @@ class Tokenizer(keras.layers.Layer):
         padded with ``PAD_ID``, ``length`` the longest row (at least 1), each
         row with ``START_ID`` first if ``add_start`` and ``END_ID`` last if
         ``add_end``, truncated to ``max_length``."""
+        return self.pad(self.tokenize(strings), add_start, add_end)
+
+    def pad(
+        self, ids: tf.RaggedTensor, add_start: bool = False, add_end: bool = False
+    ) -> tf.Tensor:
+        """What `call` makes of the ragged ids of `tokenize`: ``[START]`` and
+        ``[END]`` added, truncated to ``max_length``, padded with ``PAD_ID``."""
         check_bool(add_start, "add_start")
         check_bool(add_end, "add_end")
-        ids = self.tokenize(strings)
         if self.max_length is not None:
             room = self.max_length - add_start - add_end
             if room < 0:
