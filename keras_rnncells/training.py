@@ -3,14 +3,26 @@
 A run directory holds ``model.keras`` (the trained model), ``results.json``
 (held-out metrics, wall time, parameters, seconds per epoch, settings),
 ``history.csv`` (one row per epoch), ``logs/`` (TensorBoard) and, while the
-run is unfinished, ``backup/``, from which an interrupted run resumes where it
-stopped when started again with the same arguments.
+run is unfinished, ``backup/``, from which an interrupted run resumes when
+started again with the same arguments (`ResumableRun`).
+
+Resuming gives the weights an uninterrupted run would have given: the backup,
+taken at the end of every epoch, holds every model variable (the random seed
+generators of dropout included), the optimizer's state, the history rows and
+the epoch; a run killed during an epoch replays that epoch from its start,
+and the shuffled pipelines of `keras_rnncells.data.pipeline` order an epoch
+by ``(seed, epoch)`` alone (`set_shuffle_epoch`). Every file is written to a
+temporary file renamed into place (`write_atomically`), so a kill leaves the
+old file or the new one, never half of one.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -18,6 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import keras
+import numpy as np
+
+from keras_rnncells.data.pipeline import set_shuffle_epoch
 
 
 def write_atomically(path: str | os.PathLike, write: Callable[[str], None]) -> None:
@@ -31,6 +46,8 @@ def write_atomically(path: str | os.PathLike, write: Callable[[str], None]) -> N
     os.close(handle)
     try:
         write(temporary)
+        with open(temporary, "rb") as written:
+            os.fsync(written.fileno())  # on disk before the rename makes it visible
         os.chmod(temporary, 0o666 & ~current_umask())  # mkstemp made it private
         os.replace(temporary, path)
     except BaseException:
@@ -72,11 +89,85 @@ class EpochTimes(keras.callbacks.Callback):
         self.seconds.append(time.perf_counter() - self.started)
 
 
+def write_csv(path: str | os.PathLike, rows: list[dict[str, Any]]) -> None:
+    """``rows`` (dicts with the same keys) as a CSV file with a header, atomically."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]) if rows else [], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomically(path, lambda temporary: Path(temporary).write_text(text.getvalue(), "utf-8"))
+
+
+class ResumableRun(keras.callbacks.Callback):
+    """Backs a run up at the end of every epoch into ``run_dir/backup/`` and
+    resumes from it, and writes ``run_dir/history.csv`` (one row per epoch).
+
+    The backup is one ``.npz`` file (no pickle) written atomically: the epoch,
+    the values of ``model.variables`` (weights, and the state of the seed
+    generators dropout draws from) and of the optimizer's variables, and the
+    history rows. ``on_train_begin`` restores it, rewrites ``history.csv`` from
+    its rows and sets the shuffling epoch (`set_shuffle_epoch`); Keras' fit
+    then starts at the next epoch (the ``_initial_epoch`` hook Keras' own
+    ``BackupAndRestore`` sets). The backup is deleted when training ends."""
+
+    def __init__(self, run_dir: str | os.PathLike) -> None:
+        super().__init__()
+        self.directory = Path(run_dir) / "backup"
+        self.history = Path(run_dir) / "history.csv"
+        self.rows: list[dict[str, Any]] = []
+
+    @property
+    def path(self) -> Path:
+        return self.directory / "state.npz"
+
+    def variables(self) -> dict[str, list]:
+        optimizer = self.model.optimizer
+        if optimizer is not None and not optimizer.built:
+            optimizer.build(self.model.trainable_variables)
+        return {
+            "model": list(self.model.variables),
+            "optimizer": [] if optimizer is None else list(optimizer.variables),
+        }
+
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        epoch = 0
+        self.rows = []
+        if self.path.is_file():
+            with np.load(self.path, allow_pickle=False) as state:
+                epoch = int(state["epoch"])
+                self.rows = json.loads(str(state["history"]))
+                for group, variables in self.variables().items():
+                    for index, variable in enumerate(variables):
+                        value = state[f"{group}/{index}"]
+                        if tuple(value.shape) != tuple(variable.shape):
+                            raise ValueError(
+                                f"{self.path} does not fit this model ({group} variable "
+                                f"{variable.path}: {value.shape}, not {variable.shape}): "
+                                "resume with the arguments of the interrupted run"
+                            )
+                        variable.assign(value)
+            write_csv(self.history, self.rows)
+        self.model._initial_epoch = epoch
+        set_shuffle_epoch(epoch)
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        self.rows.append({"epoch": epoch, **{k: float(v) for k, v in sorted((logs or {}).items())}})
+        arrays = {"epoch": np.array(epoch + 1), "history": np.array(json.dumps(self.rows))}
+        for group, variables in self.variables().items():
+            for index, variable in enumerate(variables):
+                arrays[f"{group}/{index}"] = keras.ops.convert_to_numpy(variable)
+        # history.csv first: a kill between the two leaves a row the resumed run rewrites
+        write_csv(self.history, self.rows)
+        write_atomically(self.path, lambda temporary: np.savez(temporary, **arrays))
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
 def run_callbacks(run_dir: Path, timer: EpochTimes) -> list[keras.callbacks.Callback]:
-    """Resumable backups, the per-epoch CSV, TensorBoard logs and ``timer``."""
+    """Resumable backups with the per-epoch CSV, TensorBoard logs and ``timer``."""
     return [
-        keras.callbacks.BackupAndRestore(str(run_dir / "backup")),
-        keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=True),
+        ResumableRun(run_dir),
         keras.callbacks.TensorBoard(str(run_dir / "logs"), write_graph=False),
         timer,
     ]

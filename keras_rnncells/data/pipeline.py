@@ -5,10 +5,18 @@ not examples: ``fixed_length_dataset`` batches the indices and gathers whole
 batches; ``variable_length_dataset`` slices each example out of one flat array
 and batches examples of similar lengths together (``bucket_by_sequence_length``),
 zero-padded to their bucket's length.
+
+A shuffled pipeline orders epoch ``e`` by ``(seed, e)`` alone, not by how many
+times this process has iterated it: every new iteration takes the next value
+of the pipeline's counter (from 0), which `set_shuffle_epoch` sets for every
+pipeline; a resumed run sets it to the epoch it resumes at
+(`keras_rnncells.training.ResumableRun`), so it sees the orders an
+uninterrupted run sees. Without a resume, iteration ``i`` is epoch ``i``.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -57,11 +65,41 @@ def subset(count: int, limit: int | None) -> np.ndarray:
     return np.sort(np.random.default_rng(SUBSET_SEED).permutation(count)[:limit])
 
 
+# The epoch counter of every live shuffled pipeline, by id (tf.Variable is unhashable).
+_counters: weakref.WeakValueDictionary[int, tf.Variable] = weakref.WeakValueDictionary()
+
+
+def set_shuffle_epoch(epoch: int) -> None:
+    """The next iteration of every shuffled pipeline takes the order of ``epoch``."""
+    if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
+        raise ValueError(f"Argument `epoch` must be a non-negative integer, received: {epoch!r}")
+    for counter in list(_counters.values()):
+        counter.assign(int(epoch))
+
+
 def example_indices(count: int, shuffle_seed: int | None) -> tf.data.Dataset:
-    indices = tf.data.Dataset.range(count)
+    """``0 .. count - 1``, in the order of ``(shuffle_seed, epoch)`` when shuffled."""
     if shuffle_seed is None:
-        return indices
-    return indices.shuffle(count, seed=shuffle_seed, reshuffle_each_iteration=True)
+        return tf.data.Dataset.range(count)
+    with tf.init_scope(), tf.device("/CPU:0"):  # a plain variable, even inside a tf.function
+        counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="shuffle_epoch")
+    _counters[id(counter)] = counter
+
+    def permutation(_: tf.Tensor) -> tf.Tensor:
+        epoch = counter.assign_add(1) - 1
+        seed = tf.stack([tf.constant(shuffle_seed, tf.int64), epoch])
+        return tf.random.experimental.stateless_shuffle(tf.range(count, dtype=tf.int64), seed)
+
+    return tf.data.Dataset.from_tensors(0).map(permutation).unbatch()
+
+
+def shuffled_slices(tensors: Any, shuffle_seed: int | None) -> tf.data.Dataset:
+    """``tf.data.Dataset.from_tensor_slices(tensors)``, shuffled as `example_indices`."""
+    tensors = tf.nest.map_structure(tf.convert_to_tensor, tensors)
+    count = int(tf.nest.flatten(tensors)[0].shape[0])
+    return example_indices(count, shuffle_seed).map(
+        lambda i: tf.nest.map_structure(lambda t: tf.gather(t, i), tensors)
+    )
 
 
 def fixed_length_dataset(
