@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from keras_rnncells.distribute import STRATEGIES
 from keras_rnncells.experiments import TASK_DEFAULTS
 
 
@@ -141,10 +144,29 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--cell", type=cell_name, help="registered cell name (rnncells cells)")
     parser.add_argument("--units", type=positive_int, help="units per recurrent layer")
+    parser.add_argument("--layers", type=positive_int, help="data tasks: stacked recurrent layers")
     parser.add_argument(
         "--dataset", choices=("sst2", "imdb"), help="sentiment: sst2 (default) or imdb"
     )
     run_arguments(parser)
+    parser.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="none",
+        help="data tasks: none (one device, default), mirrored (every local GPU, or the "
+        "--cpu-devices), multiworker (one process per machine, cluster from TF_CONFIG)",
+    )
+    parser.add_argument(
+        "--cpu-devices",
+        type=positive_int,
+        help="with --strategy mirrored: split the CPU into N logical devices, one replica each",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        help="with --strategy multiworker: start N worker processes on 127.0.0.1 "
+        "(each its own TF_CONFIG) instead of reading TF_CONFIG",
+    )
 
 
 def run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -170,7 +192,35 @@ def train_run(args: argparse.Namespace) -> None:
             "pass --overwrite to replace it, or choose another --out"
         )
     module = importlib.import_module(TRAINABLE[args.name][0])
+    check_distribution(args)
+    if args.workers is not None:
+        from keras_rnncells.distribute import launch_local_workers, worker_command
+
+        raise SystemExit(launch_local_workers(worker_command(args.argv), args.workers))
+    if args.cpu_devices is not None:
+        from keras_rnncells.distribute import split_cpu
+
+        split_cpu(args.cpu_devices)
     module.train_from_arguments(args)
+
+
+def check_distribution(args: argparse.Namespace) -> None:
+    """``--strategy``, ``--cpu-devices`` and ``--workers`` go together."""
+    fail = f"rnncells train {args.name}:"
+    if args.strategy != "none" and args.name not in TASK_DEFAULTS:
+        raise SystemExit(
+            f"{fail} --strategy is supported for the data tasks ({', '.join(TASK_DEFAULTS)}), "
+            "not for the applications"
+        )
+    if args.cpu_devices is not None and args.strategy != "mirrored":
+        raise SystemExit(f"{fail} --cpu-devices needs --strategy mirrored")
+    if args.workers is not None and args.strategy != "multiworker":
+        raise SystemExit(f"{fail} --workers needs --strategy multiworker")
+    if args.workers is not None and "TF_CONFIG" in os.environ:
+        raise SystemExit(
+            f"{fail} --workers starts its own cluster on 127.0.0.1, but TF_CONFIG is set: "
+            "unset it, or drop --workers to join the cluster it names"
+        )
 
 
 # -- rnncells compare --------------------------------------------------------------
@@ -249,6 +299,27 @@ def export_command(args: argparse.Namespace) -> None:
         print(f"{fmt:<10} {path} (checked; manifest.json beside it)")
 
 
+# -- rnncells verify ----------------------------------------------------------------
+def verify_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "directories",
+        nargs="+",
+        help="exported version directories (EXPORT/<model>/<version>, "
+        "EXPORT/onnx/<model>/<version>), each with its manifest.json",
+    )
+
+
+def verify_run(args: argparse.Namespace) -> None:
+    from keras_rnncells.export.manifest import verify_manifest
+
+    for directory in args.directories:
+        try:
+            manifest = verify_manifest(directory)
+        except ValueError as error:
+            raise SystemExit(f"rnncells verify: {error}") from None
+        print(f"ok  {directory}: {len(manifest['files'])} files match manifest.json")
+
+
 # -- rnncells quickstart ------------------------------------------------------------
 def quickstart_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="rnncells-quickstart", help="where runs and exports go")
@@ -283,6 +354,11 @@ COMMANDS: dict[str, Command] = {
         export_arguments,
         export_command,
     ),
+    "verify": Command(
+        "check exported artifacts against the checksums of their manifest.json",
+        verify_arguments,
+        verify_run,
+    ),
     "compare": Command(
         "train several cells (and hidden sizes) on one task, write compare.json, print a table",
         compare_arguments,
@@ -305,6 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what local workers run again
     args.run(args)
 
 

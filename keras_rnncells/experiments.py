@@ -25,16 +25,20 @@ from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_rnncells.cells.base import check_positive_int
 from keras_rnncells.cells.registry import get_cell
+from keras_rnncells.checks import check_rate
 from keras_rnncells.data import Task, load_task, task_options
+from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
 from keras_rnncells.layers import RNN
 from keras_rnncells.training import (
     EpochTimes,
     parameter_count,
     run_callbacks,
     save_model,
+    write_atomically,
     write_json,
 )
 
@@ -57,6 +61,7 @@ class Settings:
     bidirectional: bool = False
     layers: int = 1
     embedding_dim: int = 64  # token tasks only
+    dropout: float = 0.0  # on the recurrent layers' inputs and on the head's input
     seed: int = 0
     limit: int | None = None
 
@@ -73,7 +78,7 @@ class TaskDefaults:
 OURS = "our choice (no paper setting known to us)"
 TASK_DEFAULTS: dict[str, TaskDefaults] = {
     "adding": TaskDefaults(
-        Settings(units=100, bidirectional=True, epochs=20, batch_size=100),
+        Settings(units=100, bidirectional=True, epochs=50, batch_size=100),
         "MGU paper (Zhou et al. 2016), adding problem: bidirectional, 100 hidden units; "
         f"optimizer, learning rate, batch and epochs: {OURS}",
         "adding problem, T 50-55: regress the sum of two marked values (MSE)",
@@ -111,8 +116,8 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
         "IMDB movie reviews, positive or negative",
     ),
     "sst2": TaskDefaults(
-        Settings(units=100, embedding_dim=128, epochs=5),
-        f"sizes of the IMDB setting; the rest: {OURS}",
+        Settings(units=100, embedding_dim=128, epochs=3, dropout=0.5),
+        f"sizes of the IMDB setting; dropout, epochs and the rest: {OURS}",
         "Stanford Sentiment Treebank, binary (trained on the GLUE SST-2 phrases)",
     ),
     "sst1": TaskDefaults(
@@ -162,12 +167,14 @@ def build_model(
     learning_rate: float = 1e-3,
     optimizer: str = "adam",
     clipnorm: float | None = 1.0,
+    dropout: float = 0.0,
 ) -> keras.Model:
     """A compiled model for ``task``: ``layers`` recurrent layers of ``cell``
     (``bidirectional``: each one `keras.layers.Bidirectional`, outputs
     concatenated) on an ``Embedding(mask_zero=True)`` of the tokens, or on
     the features themselves (not masked: zero vectors are data there), then
-    the head of ``task.kind``:
+    the head of ``task.kind``; ``dropout`` (a `keras.layers.Dropout` rate) on
+    the input of every recurrent layer and of the head:
 
     * regression: ``Dense(1)``, mean squared error;
     * binary: ``Dense(1)`` logits, binary cross-entropy, accuracy;
@@ -186,7 +193,9 @@ def build_model(
         inputs = keras.Input((None, task.input_dim), name="features")
         x = inputs
     per_step = task.kind == "language_model"
+    drop = keras.layers.Dropout(check_rate("dropout", dropout)) if dropout else None
     for index in range(layers):
+        x = drop(x) if drop else x
         layer = RNN(
             cell_class(units),
             return_sequences=per_step or index < layers - 1,
@@ -195,7 +204,7 @@ def build_model(
         if bidirectional:
             layer = keras.layers.Bidirectional(layer, name=f"bidirectional_{index + 1}")
         x = layer(x)
-    outputs = keras.layers.Dense(task.output_units, name="logits")(x)
+    outputs = keras.layers.Dense(task.output_units, name="logits")(drop(x) if drop else x)
     model = keras.Model(inputs, outputs, name=f"{task.name}_{cell}")
     loss, metrics = head(task.kind)
     options = {"learning_rate": learning_rate, "clipnorm": clipnorm}
@@ -253,6 +262,8 @@ def reproduce_command(task: str, run_dir: Path, settings: Settings) -> str:
     words = ["rnncells", "train", task, "--cell", settings.cell, "--units", str(settings.units)]
     words += ["--epochs", str(settings.epochs), "--batch-size", str(settings.batch_size)]
     words += ["--seed", str(settings.seed)]
+    if settings.layers != task_defaults(task).settings.layers:
+        words += ["--layers", str(settings.layers)]
     if settings.limit is not None:
         words += ["--limit", str(settings.limit)]
     return shlex.join([*words, "--out", str(run_dir)])
@@ -268,11 +279,15 @@ def train_task(
     seed: int | None = None,
     limit: int | None = None,
     verbose: int | str = "auto",
+    strategy: str | tf.distribute.Strategy = "none",
+    layers: int | None = None,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
     the test split, write the run directory (see the module); returns the
     results written into ``results.json``. An interrupted run resumes when
-    started again with the same arguments."""
+    started again with the same arguments. ``strategy``: a `tf.distribute`
+    strategy or its name in `keras_rnncells.distribute.STRATEGIES` (the batch
+    size is global; only the chief writes ``run_dir``)."""
     settings = task_settings(
         task_name,
         cell=cell,
@@ -281,8 +296,22 @@ def train_task(
         batch_size=batch_size,
         seed=seed,
         limit=limit,
+        layers=layers,
     )
-    run_dir = Path(run_dir)
+    if isinstance(strategy, str):
+        strategy = make_strategy(strategy)
+    with writable_run_dir(run_dir, strategy) as directory:
+        return train_settings(task_name, settings, directory, strategy, verbose)
+
+
+def train_settings(
+    task_name: str,
+    settings: Settings,
+    run_dir: Path,
+    strategy: tf.distribute.Strategy,
+    verbose: int | str,
+) -> dict[str, Any]:
+    """The run of `train_task` (``run_dir``: where this process writes)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     if not (run_dir / "backup").exists():  # a fresh start: no stale epochs in the CSV
         (run_dir / "history.csv").unlink(missing_ok=True)
@@ -293,14 +322,23 @@ def train_task(
         seed=settings.seed,
         **size_options(task_name, settings.limit),
     )
-    model_options = ("layers", "bidirectional", "embedding_dim", "learning_rate", "optimizer")
-    model = build_model(
-        task,
-        settings.cell,
-        settings.units,
-        clipnorm=settings.clipnorm,
-        **{name: getattr(settings, name) for name in model_options},
+    model_options = (
+        "layers",
+        "bidirectional",
+        "embedding_dim",
+        "learning_rate",
+        "optimizer",
+        "dropout",
     )
+    with strategy.scope():  # variables mirrored on every replica
+        model = build_model(
+            task,
+            settings.cell,
+            settings.units,
+            clipnorm=settings.clipnorm,
+            **{name: getattr(settings, name) for name in model_options},
+        )
+    prepare_model(model, strategy)
     timer = EpochTimes()
     started = time.perf_counter()
     model.fit(
@@ -328,6 +366,7 @@ def train_task(
         "training_seconds": training_seconds,
         "seconds_per_epoch": timer.seconds,
         "settings": dataclasses.asdict(settings),
+        "distribution": describe(strategy),
         "defaults_follow": task_defaults(task_name).source,
         "command": reproduce_command(task_name, run_dir, settings),
     }
@@ -382,7 +421,7 @@ def plot_learning_curve(history_csv: Path, run_dir: Path) -> str:
 
 
 def save_figure(fig: Any, path: Path) -> str:
-    fig.savefig(path, dpi=100)
+    write_atomically(path, lambda temporary: fig.savefig(temporary, dpi=100, format="png"))
     return path.name
 
 
@@ -505,8 +544,13 @@ def plot_against_units(comparison: dict[str, Any], run_dir: Path) -> dict[str, s
 # -- the command line -----------------------------------------------------------------
 def train_from_arguments(args: Any) -> None:
     """``rnncells train TASK``: the run, then its test metric."""
-    options = ("cell", "units", "epochs", "batch_size", "seed", "limit")
-    results = train_task(args.name, args.out, **{name: getattr(args, name) for name in options})
+    options = ("cell", "units", "epochs", "batch_size", "seed", "limit", "layers")
+    results = train_task(
+        args.name,
+        args.out,
+        **{name: getattr(args, name) for name in options},
+        strategy=args.strategy,
+    )
     seconds = np.median(results["seconds_per_epoch"])
     print(
         f"\n{args.name}, {results['cell']}: test {results['metric']} "

@@ -6,6 +6,14 @@ read in postfix (reverse Polish) order, one token per step; the target is the
 formula's truth value. Training formulas have 5-10 gates, test formulas 11-20,
 so the test measures generalization to longer formulas.
 
+By default a formula is a chain, as the paper's evaluation is sequential: each
+gate joins the value so far with the next truth value, ``T F AND T OR`` being
+``(T AND F) OR T``; the state then has one truth value to carry, and a cell
+able to pick an operation per input (MuFuRU's max, min, diff, ...) can
+evaluate formulas of any length. ``shape="tree"`` draws random binary trees
+instead, whose postfix evaluation needs a stack (a harder task, outside the
+paper).
+
 The gates are the ten binary Boolean functions that depend on both inputs
 (the other six of the sixteen are constants or copy or negate one input),
 given by their truth tables in `GATES`. They come in complementary pairs, so
@@ -39,25 +47,34 @@ _GATE_NAMES = tuple(GATES)
 Formula = tuple[str, ...]
 
 
-def random_formula(gates: int, rng: np.random.Generator) -> tuple[Formula, bool]:
+SHAPES = ("chain", "tree")
+
+
+def random_formula(
+    gates: int, rng: np.random.Generator, shape: str = "chain"
+) -> tuple[Formula, bool]:
     """A random formula with ``gates`` gates in postfix order, and its value.
 
-    The root gate is uniform over `GATES`, its left operand gets a uniform
-    share 0..gates-1 of the other gates, recursively; leaves are T or F with
-    equal chance.
+    The root gate is uniform over `GATES`; its left operand has the other
+    ``gates - 1`` gates (a chain) or a uniform share 0..gates-1 of them (a
+    tree), recursively; leaves are T or F with equal chance.
     """
     if gates == 0:
         value = bool(rng.integers(2))
         return ("T" if value else "F",), value
-    left_gates = int(rng.integers(gates))
-    left, a = random_formula(left_gates, rng)
-    right, b = random_formula(gates - 1 - left_gates, rng)
+    left_gates = gates - 1 if shape == "chain" else int(rng.integers(gates))
+    left, a = random_formula(left_gates, rng, shape)
+    right, b = random_formula(gates - 1 - left_gates, rng, shape)
     gate = _GATE_NAMES[rng.integers(len(_GATE_NAMES))]
     return (*left, *right, gate), bool(GATES[gate][2 * a + b])
 
 
 def distinct_formulas(
-    size: int, gates: tuple[int, int], rng: np.random.Generator, exclude: set[Formula]
+    size: int,
+    gates: tuple[int, int],
+    rng: np.random.Generator,
+    exclude: set[Formula],
+    shape: str = "chain",
 ) -> list[tuple[Formula, bool]]:
     """``size`` formulas, none twice nor in ``exclude`` (which grows by them),
     with a gate count uniform in ``gates`` (inclusive)."""
@@ -65,7 +82,7 @@ def distinct_formulas(
     for _ in range(20 * size + 1000):
         if len(formulas) == size:
             return formulas
-        formula, value = random_formula(int(rng.integers(gates[0], gates[1] + 1)), rng)
+        formula, value = random_formula(int(rng.integers(gates[0], gates[1] + 1)), rng, shape)
         if formula not in exclude:
             exclude.add(formula)
             formulas.append((formula, value))
@@ -92,16 +109,19 @@ def logic(
     test_size: int = 1000,
     train_gates: tuple[int, int] = (5, 10),
     test_gates: tuple[int, int] = (11, 20),
+    shape: str = "chain",
 ) -> Task:
-    """Formulas with ``train_gates`` gates for training and validation, with
-    ``test_gates`` for test; no formula appears in two splits. ``root`` is
-    unused (generated data)."""
+    """Formulas of ``shape`` (see the module) with ``train_gates`` gates for
+    training and validation, with ``test_gates`` for test; no formula appears
+    in two splits. ``root`` is unused (generated data)."""
+    if shape not in SHAPES:
+        raise ValueError(f"Argument `shape` must be one of {SHAPES}, received: {shape!r}")
     train_gates = check_range("train_gates", train_gates)
     test_gates = check_range("test_gates", test_gates)
     rng = np.random.default_rng(check_seed(seed))
     seen: set[Formula] = set()
     splits = [
-        encode_formulas(distinct_formulas(check_positive_int(k, size), gates, rng, seen))
+        encode_formulas(distinct_formulas(check_positive_int(k, size), gates, rng, seen, shape))
         for k, size, gates in (
             ("train_size", train_size, train_gates),
             ("validation_size", validation_size, train_gates),
@@ -116,9 +136,9 @@ def logic(
         vocabulary_size=len(VOCABULARY),
         vocabulary=VOCABULARY,
         description=(
-            f"Truth value of random propositional formulas in postfix order over T/F and "
-            f"{len(GATES)} binary gates; {train_gates[0]}-{train_gates[1]} gates in training, "
-            f"{test_gates[0]}-{test_gates[1]} at test. Weissenborn & Rocktäschel (2016), "
+            f"Truth value of random propositional formulas ({shape}s) in postfix order over "
+            f"T/F and {len(GATES)} binary gates; {train_gates[0]}-{train_gates[1]} gates in "
+            f"training, {test_gates[0]}-{test_gates[1]} at test. Weissenborn & Rocktäschel (2016), "
             "'MuFuRU: The Multi-Function Recurrent Unit', §4.1."
         ),
     )
