@@ -18,7 +18,6 @@ import csv
 import dataclasses
 import json
 import shlex
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -340,7 +339,6 @@ def train_settings(
         )
     prepare_model(model, strategy)
     timer = EpochTimes()
-    started = time.perf_counter()
     model.fit(
         task.train,
         validation_data=task.validation,
@@ -349,7 +347,6 @@ def train_settings(
         shuffle=False,  # the datasets shuffle themselves
         verbose=verbose,
     )
-    training_seconds = time.perf_counter() - started
     scores = evaluate(model, task)
     save_model(model, run_dir / "model.keras")
     metric = test_metric(task.kind)
@@ -363,7 +360,7 @@ def train_settings(
         "test": scores,
         "parameters": parameter_count(model),
         "recurrent_parameters": recurrent_parameter_count(model),
-        "training_seconds": training_seconds,
+        "training_seconds": sum(timer.seconds),  # every epoch's, resumed runs' included
         "seconds_per_epoch": timer.seconds,
         "settings": dataclasses.asdict(settings),
         "distribution": describe(strategy),

@@ -76,7 +76,9 @@ def save_model(model: keras.Model, path: str | os.PathLike) -> None:
 
 
 class EpochTimes(keras.callbacks.Callback):
-    """Records the wall time of every epoch in ``seconds``."""
+    """Records the wall time of every epoch in ``seconds`` and in the epoch's
+    logs (``seconds``: a column of ``history.csv``); a resumed run's
+    `ResumableRun` restores the epochs of the interrupted process."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -87,6 +89,8 @@ class EpochTimes(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         self.seconds.append(time.perf_counter() - self.started)
+        if logs is not None:
+            logs["seconds"] = self.seconds[-1]
 
 
 def write_csv(path: str | os.PathLike, rows: list[dict[str, Any]]) -> None:
@@ -110,8 +114,9 @@ class ResumableRun(keras.callbacks.Callback):
     then starts at the next epoch (the ``_initial_epoch`` hook Keras' own
     ``BackupAndRestore`` sets). The backup is deleted when training ends."""
 
-    def __init__(self, run_dir: str | os.PathLike) -> None:
+    def __init__(self, run_dir: str | os.PathLike, timer: EpochTimes | None = None) -> None:
         super().__init__()
+        self.timer = timer
         self.directory = Path(run_dir) / "backup"
         self.history = Path(run_dir) / "history.csv"
         self.rows: list[dict[str, Any]] = []
@@ -147,6 +152,8 @@ class ResumableRun(keras.callbacks.Callback):
                             )
                         variable.assign(value)
             write_csv(self.history, self.rows)
+            if self.timer is not None:
+                self.timer.seconds = [row["seconds"] for row in self.rows if "seconds" in row]
         self.model._initial_epoch = epoch
         set_shuffle_epoch(epoch)
 
@@ -167,9 +174,9 @@ class ResumableRun(keras.callbacks.Callback):
 def run_callbacks(run_dir: Path, timer: EpochTimes) -> list[keras.callbacks.Callback]:
     """Resumable backups with the per-epoch CSV, TensorBoard logs and ``timer``."""
     return [
-        ResumableRun(run_dir),
+        timer,  # first: its `seconds` enter the logs the others record
+        ResumableRun(run_dir, timer),
         keras.callbacks.TensorBoard(str(run_dir / "logs"), write_graph=False),
-        timer,
     ]
 
 
