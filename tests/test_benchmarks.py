@@ -141,3 +141,32 @@ def test_serving_quick_run(tmp_path, capsys):
 def test_serving_bad_arguments(argv, flag):
     with pytest.raises(ValueError, match=flag):
         load_script("serving").parse_args(argv)
+
+
+# -- reproduce.py -------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def reproduce():
+    return load_script("reproduce")
+
+
+def test_reproduction_report_reads_the_runs(reproduce, tmp_path, require_data):
+    require_data("mnist")
+    runs = (reproduce.Run("gru"), reproduce.Run("mgu"))
+    at_least_zero = reproduce.all_at_least(0.0, "gru", "mgu")
+    mnist = reproduce.Experiment("mnist", "MNIST", "mnist_rows", runs, "p", "t", at_least_zero)
+    waiting = reproduce.Experiment(
+        "later", "Not run", "logic", (reproduce.Run("mufuru", 8),), "p", "t", lambda r: True
+    )
+    results = reproduce.run_experiment(mnist, tmp_path, quick=True)
+    assert set(results) == {"gru", "mgu"}
+    stamps = {p: p.stat().st_mtime_ns for p in tmp_path.glob("runs/mnist/*/results.json")}
+    assert reproduce.run_experiment(mnist, tmp_path, quick=True) == results  # reused, not rerun
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+    report = reproduce.write_report(tmp_path, experiments=(mnist, waiting)).read_text()
+    for name, run in results.items():
+        row = next(line for line in report.splitlines() if line.startswith(f"| {name} |"))
+        assert f"{100 * run['test_metric']:.2f}%" in row and f"{run['parameters']:,}" in row
+        assert run["command"] in report
+    assert "- Target met." in report  # every accuracy is at least 0
+    assert "**Not run yet:** mufuru-8." in report
