@@ -157,7 +157,6 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "MGU 98.8%, GRU 98.7% test accuracy, 100 units",
         ">= 98% for GRU, LSTM and MGU",
         all_at_least(0.98, "gru", "lstm", "mgu"),
-        epochs=10,
     ),
     Experiment(
         "sst2",
