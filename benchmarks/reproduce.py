@@ -66,7 +66,7 @@ class Experiment:
     runs: tuple[Run, ...]
     paper: str
     target: str
-    met: Callable[[dict[str, dict]], bool]
+    met: Callable[[dict[str, dict]], bool] | None  # None: numbers reported, no threshold
     epochs: int | None = None
     limit: int | None = None
     batch_size: int | None = None
@@ -174,11 +174,12 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         (Run("gru", 200, 1), Run("mufuru", 200, 1), Run("mgu", 200, 2)),
         "test perplexity 123.0 (GRU) and 119.7 (MuFuRU), one layer of 200, trained to convergence",
         "perplexity reported after a fixed budget (the epochs below), full softmax",
-        lambda r: True,
+        None,
         epochs=1,
         notes=(
-            "A fixed budget far below the paper's training; the ranking, not the "
-            "perplexity, is what it can show.",
+            "A fixed budget far below the paper's training (one epoch; the task's default, "
+            "after Zaremba et al., is 13): after it the GRU and the two-layer MGU are still "
+            "leaving the unigram plateau (a perplexity near 700), where MuFuRU has left it.",
         ),
     ),
 )
@@ -274,8 +275,11 @@ def experiment_section(experiment: Experiment, results: dict[str, dict], out: Pa
         missing = [run.name for run in experiment.runs if run.name not in results]
         lines += [f"- **Not run yet:** {', '.join(missing)}.", ""]
     else:
-        verdict = "met" if experiment.met(results) else "**not met**"
-        lines += [f"- Target {verdict}.", ""]
+        if experiment.met is None:
+            lines += ["- No threshold: the numbers are reported.", ""]
+        else:
+            verdict = "met" if experiment.met(results) else "**not met**"
+            lines += [f"- Target {verdict}.", ""]
     if not results:
         return lines
     first = next(iter(results.values()))
