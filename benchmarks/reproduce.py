@@ -259,17 +259,19 @@ def figures(experiment: Experiment, results: dict[str, dict], out: Path) -> list
     hidden size over several sizes, Figure 1a; MuFuRU's average operation
     weights, Figure 1b, of its largest run), as Markdown image lines."""
     directory = out / experiment.key
-    directory.mkdir(parents=True, exist_ok=True)
     written = {}
     rows = [
         {"cell": r["cell"], "units": r["settings"]["units"], r["metric"]: r["test_metric"]}
         for r in results.values()
     ]
-    if len({row["units"] for row in rows}) > 1:
+    weighted = [r for r in results.values() if "operation_weights" in r]
+    several_sizes = len({row["units"] for row in rows}) > 1
+    if several_sizes or weighted:
+        directory.mkdir(parents=True, exist_ok=True)
+    if several_sizes:
         first = next(iter(results.values()))
         comparison = {"task": experiment.task, "metric": first["metric"], "runs": rows}
         written.update(plot_against_units(comparison, directory))
-    weighted = [r for r in results.values() if "operation_weights" in r]
     if weighted and figure() is not None:
         largest = max(weighted, key=lambda r: r["settings"]["units"])
         written["operation_weights"] = plot_operation_weights(
