@@ -166,7 +166,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "Sequential MNIST, row by row (T = 28), MGU paper",
         "mnist_rows",
         (Run("gru"), Run("lstm"), Run("mgu")),
-        "MGU 98.8%, GRU 98.7% test accuracy, 100 units",
+        "the MGU paper reads MNIST row by row with 100 hidden units; the 98% threshold "
+        "is our target",
         ">= 98% for GRU, LSTM and MGU",
         all_at_least(0.98, "gru", "lstm", "mgu"),
     ),
@@ -175,7 +176,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "SST-2 sentiment (stsa.binary.test), randomly initialized embeddings",
         "sst2",
         (Run("gru"), Run("mgu"), Run("mufuru")),
-        "MuFuRU paper: MuFuRU above GRU on SST; binary accuracies in the mid 80s",
+        "the MuFuRU paper evaluates sentiment analysis on SST; the 84% threshold with "
+        "random embeddings is our target",
         ">= 84% for GRU, MGU and MuFuRU",
         all_at_least(0.84, "gru", "mgu", "mufuru"),
     ),
