@@ -48,9 +48,11 @@ setup(
     ],
     extras_require={
         # ruff's formatting changes between minor versions: `ruff format --check` needs one.
-        # The tests build TF Serving's gRPC requests for every application.
+        # The tests build TF Serving's gRPC requests for every application, and run
+        # in one process per core (pytest-xdist; see pytest.ini).
         "test": [
             "pytest>=8",
+            "pytest-xdist>=3.5",
             "hypothesis>=6",
             "ruff==0.17.*",
             "tensorflow-serving-api==2.21.*",
