@@ -171,13 +171,18 @@ class ResumableRun(keras.callbacks.Callback):
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def run_callbacks(run_dir: Path, timer: EpochTimes) -> list[keras.callbacks.Callback]:
-    """Resumable backups with the per-epoch CSV, TensorBoard logs and ``timer``."""
-    return [
+def run_callbacks(
+    run_dir: Path, timer: EpochTimes, ema: bool = False
+) -> list[keras.callbacks.Callback]:
+    """Resumable backups with the per-epoch CSV, TensorBoard logs and ``timer``;
+    with ``ema`` (an optimizer averaging the weights), validation runs on the
+    averaged weights."""
+    callbacks = [
         timer,  # first: its `seconds` enter the logs the others record
         ResumableRun(run_dir, timer),
         keras.callbacks.TensorBoard(str(run_dir / "logs"), write_graph=False),
     ]
+    return [keras.callbacks.SwapEMAWeights(), *callbacks] if ema else callbacks
 
 
 def parameter_count(model: keras.Model) -> int:

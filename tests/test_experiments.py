@@ -13,13 +13,22 @@ import re
 import shlex
 
 import keras
+import numpy as np
 import pytest
 
 import keras_rnncells  # noqa: F401 (registers the layers model.keras needs)
 from keras_rnncells.cli import TRAINABLE, build_parser, main
 from keras_rnncells.data import list_tasks, load_task
 from keras_rnncells.data.logic import VOCABULARY
-from keras_rnncells.experiments import PLOT_NOTE, TASK_DEFAULTS, size_options, train_task
+from keras_rnncells.experiments import (
+    PLOT_NOTE,
+    TASK_DEFAULTS,
+    build_model,
+    size_options,
+    task_settings,
+    train_task,
+)
+from keras_rnncells.training import EpochTimes, run_callbacks
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 TINY = ["--epochs", "1", "--batch-size", "4", "--limit", "8"]
@@ -164,3 +173,34 @@ def test_bad_arguments_give_clear_errors(tmp_path, capsys):
     with pytest.raises(ValueError, match="`units`"):
         train_task("logic", tmp_path, units=0)
     assert not any(tmp_path.iterdir())  # nothing written before the arguments are checked
+
+
+@pytest.mark.parametrize("ema_momentum", [None, 0.5])
+def test_ema_momentum_validates_tests_and_saves_the_averaged_weights(tmp_path, ema_momentum):
+    task = load_task("logic", batch_size=8, train_size=32, validation_size=16, test_size=16)
+    model = build_model(task, "gru", 4, learning_rate=0.05, ema_momentum=ema_momentum)
+    raw = {}
+
+    class RawWeights(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):  # after validation, before averaging
+            raw["weights"] = [w.numpy() for w in self.model.trainable_weights]
+
+    callbacks = [*run_callbacks(tmp_path, EpochTimes(), ema=ema_momentum is not None)]
+    history = model.fit(
+        task.train,
+        validation_data=task.validation,
+        epochs=2,
+        verbose=0,
+        callbacks=[*callbacks, RawWeights()],
+    )
+    final = [w.numpy() for w in model.trainable_weights]
+    averaged = not all(np.array_equal(a, b) for a, b in zip(final, raw["weights"]))
+    assert averaged == (ema_momentum is not None)
+    # The last validation ran on the weights the model ends with.
+    val_loss = model.evaluate(task.validation, return_dict=True, verbose=0)["loss"]
+    assert val_loss == pytest.approx(history.history["val_loss"][-1], rel=1e-5)
+
+
+def test_ema_momentum_is_checked():
+    with pytest.raises(ValueError, match="`ema_momentum` must be"):
+        task_settings("sst2", ema_momentum=1.0)
