@@ -170,3 +170,63 @@ def test_reproduction_report_reads_the_runs(reproduce, tmp_path, require_data):
         assert run["command"] in report
     assert "- Target met." in report  # every accuracy is at least 0
     assert "**Not run yet:** mufuru-8." in report
+
+
+def test_reproduction_over_seeds(reproduce, tmp_path):
+    runs = (reproduce.Run("gru", 2, seed=0), reproduce.Run("gru", 2, seed=1))
+    assert [run.name for run in runs] == ["gru-2-s0", "gru-2-s1"]
+    logic = reproduce.Experiment("logic", "Logic", "logic", runs, "p", "t", lambda r: True)
+    results = reproduce.run_experiment(logic, tmp_path, quick=True)
+    assert [results[run.name]["settings"]["seed"] for run in runs] == [0, 1]
+    accuracies = [results[run.name]["test_metric"] for run in runs]
+    assert reproduce.metric(results, "gru-2") == pytest.approx(sum(accuracies) / 2)
+
+    report = reproduce.write_report(tmp_path, experiments=(logic,)).read_text()
+    summary = next(line for line in report.splitlines() if line.startswith("| gru-2 |"))
+    low, high = sorted(accuracies)
+    mean = (low + high) / 2
+    assert summary == f"| gru-2 | 2 | {100 * mean:.2f}% | {100 * low:.2f}% | {100 * high:.2f}% |"
+    assert "seed 0, 1," in report
+
+
+def test_reproduction_trains_again_when_the_settings_changed(reproduce, tmp_path):
+    runs = (reproduce.Run("gru", 2, seed=0), reproduce.Run("mgu", 2, seed=0))
+    logic = reproduce.Experiment("logic", "Logic", "logic", runs, "p", "t", lambda r: True)
+    reproduce.run_experiment(logic, tmp_path, quick=True)
+    stale, kept = (tmp_path / "runs" / "logic" / run.name / "results.json" for run in runs)
+    stored = json.loads(stale.read_text())
+    stored["settings"]["learning_rate"] = 0.5  # as if the task's default had changed since
+    stale.write_text(json.dumps(stored))
+    kept_stamp = kept.stat().st_mtime_ns
+
+    results = reproduce.run_experiment(logic, tmp_path, quick=True)
+    assert results["gru-2-s0"]["settings"]["learning_rate"] == 0.01  # trained again
+    assert json.loads(stale.read_text())["settings"]["learning_rate"] == 0.01
+    assert kept.stat().st_mtime_ns == kept_stamp  # up to date: reused
+
+
+# -- ptb_start.py -------------------------------------------------------------------------
+def test_ptb_start_prints_window_perplexities(require_data, capsys):
+    require_data("ptb")
+    curves = load_script("ptb_start").main(
+        ["--steps", "4", "--window", "2", "--models", "gru,keras_gru"]
+    )
+    assert set(curves) == {"gru", "keras_gru"}
+    for curve in curves.values():  # untrained: near the 10,001-word vocabulary's uniform guess
+        assert len(curve) == 2 and all(1000 < p < 20000 for p in curve)
+    table = capsys.readouterr().out
+    assert "| model | 2 | 4 | last vs keras_gru |" in table
+    assert (
+        f"| keras_gru | {curves['keras_gru'][0]:.0f} | {curves['keras_gru'][1]:.0f} | 1.00x |"
+        in table
+    )
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [(["--models", "gru,nope"], "unknown"), (["--steps", "10", "--window", "20"], "--window")],
+)
+def test_ptb_start_bad_arguments(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        load_script("ptb_start").parse_args(argv)
+    assert message in capsys.readouterr().err
