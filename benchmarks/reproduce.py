@@ -225,10 +225,10 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             "A fixed budget far below the paper's training (one epoch; the task's default, "
             "after Zaremba et al., is 13): after it the GRU and the two-layer MGU are still "
             "leaving the unigram plateau (a perplexity near 700), where MuFuRU has left it. "
-            "A check made once outside this script (same model, seed and batches, one layer "
-            "of 200): over training steps 551-600 the perplexity was 806 for our GRU and 806 "
-            "for Keras' own `keras.layers.GRU`, 500 for the LSTM and 485 for MuFuRU, so the "
-            "plateau is the GRU's in this setup, not this package's.",
+            "`benchmarks/ptb_start.py` tells the GRU's from a defect of ours: on the same "
+            "batches from the same seed, Keras' own `keras.layers.GRU` stays on the plateau "
+            "with ours (perplexity 806 and 805 over training steps 551-600 when last run), "
+            "where the LSTM (500) and MuFuRU (485) have left it.",
         ),
     ),
 )
