@@ -348,10 +348,8 @@ def seed_summary(experiment: Experiment, results: dict[str, dict]) -> list[str]:
     ]
     for group, runs in groups.items():
         mean = dict(runs[0], test_metric=statistics.mean(r["test_metric"] for r in runs))
-        low, high = (
-            min(runs, key=lambda r: r["test_metric"]),
-            max(runs, key=lambda r: r["test_metric"]),
-        )
+        ordered = sorted(runs, key=lambda r: r["test_metric"])
+        low, high = ordered[0], ordered[-1]
         lines.append(
             f"| {group} | {len(runs)} | {format_metric(mean)} | {format_metric(low)} "
             f"| {format_metric(high)} |"

@@ -548,10 +548,11 @@ def plot_against_units(comparison: dict[str, Any], run_dir: Path) -> dict[str, s
         for row in comparison["runs"]:
             if row["cell"] == name:
                 by_size.setdefault(row["units"], []).append(row[metric])
-        sizes = sorted(by_size)
-        (line,) = axes.plot(sizes, [np.mean(by_size[u]) for u in sizes], "o-", label=name)
+        cell_sizes = sorted(by_size)
+        means = [np.mean(by_size[u]) for u in cell_sizes]
+        (line,) = axes.plot(cell_sizes, means, "o-", label=name)
         if any(len(values) > 1 for values in by_size.values()):  # repeated runs (seeds)
-            points = [(u, value) for u in sizes for value in by_size[u]]
+            points = [(u, value) for u in cell_sizes for value in by_size[u]]
             axes.plot(*zip(*points), ".", color=line.get_color(), alpha=0.4)
     axes.set(xscale="log", xlabel="hidden units", ylabel=f"test {metric}")
     sizes = sorted({row["units"] for row in comparison["runs"]})
