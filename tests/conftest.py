@@ -6,8 +6,11 @@ numbers, not speed, and every distinct layer costs an XLA compilation.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +170,89 @@ def require_data(folder: str) -> Path:
 @pytest.fixture(scope="session", name="require_data")
 def require_data_fixture() -> Callable[[str], Path]:
     return require_data
+
+
+# -- serving as TF Serving does -----------------------------------------------------
+STOCK_SERVER = Path(__file__).parent / "tools" / "stock_server.py"
+
+
+def serve_like_tf_serving(
+    jobs: Sequence[tuple[Path, dict[str, np.ndarray]]], workdir: Path
+) -> list[dict[str, np.ndarray] | str]:
+    """Each ``(SavedModel directory, inputs)`` run in one child process as a
+    stock ``tensorflow_model_server`` runs it (``tests/tools/stock_server.py``:
+    XLA JIT disabled, keras_rnncells not importable, tf-text ops linked, the
+    session loader). Returns per job the outputs by name, or the one-line
+    error the signature raised. The child's crash fails the calling test."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    request = []
+    for index, (directory, inputs) in enumerate(jobs):
+        np.savez(workdir / f"in{index}.npz", **inputs)
+        request.append(
+            {
+                "directory": os.fspath(Path(directory).resolve()),
+                "inputs": os.fspath((workdir / f"in{index}.npz").resolve()),
+                "outputs": os.fspath((workdir / f"out{index}.npz").resolve()),
+            }
+        )
+    (workdir / "request.json").write_text(json.dumps(request), encoding="utf-8")
+    child = subprocess.run(
+        [sys.executable, os.fspath(STOCK_SERVER), os.fspath(workdir / "request.json")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert child.returncode == 0, (
+        f"the stock server exited {child.returncode}:\n{child.stderr[-3000:]}"
+    )
+    results: list[dict[str, np.ndarray] | str] = []
+    for job in request:
+        error = Path(job["outputs"] + ".error")
+        if error.exists():
+            results.append(json.loads(error.read_text(encoding="utf-8"))["error"])
+            continue
+        with np.load(job["outputs"]) as loaded:
+            results.append(dict(loaded))
+    return results
+
+
+@pytest.fixture(scope="session", name="serve_like_tf_serving")
+def serve_like_tf_serving_fixture() -> Callable:
+    return serve_like_tf_serving
+
+
+# -- the applications, tiny ----------------------------------------------------------
+def tiny_app_models() -> list[keras.Model]:
+    """The four applications, untrained, tiny (what serving tests check does
+    not depend on the weights), with native ONNX GRU/LSTM nodes and a Loop (MGU)."""
+    from keras_rnncells.apps.color_namer import ColorNamer
+    from keras_rnncells.apps.name_to_color import NameToColor
+    from keras_rnncells.apps.sentiment import SentimentClassifier
+    from keras_rnncells.seq2seq import TextSeq2Seq
+    from keras_rnncells.text import CharTokenizer, WordPieceTokenizer, WordTokenizer
+
+    corpus = ["a wonderful , moving film", "a dull and lifeless film", "so dull"]
+    words = WordTokenizer.from_corpus(["light blue", "dark red", "greenish blue"], lowercase=True)
+    small = {"units": 4, "embedding_dim": 4}
+    return [
+        SentimentClassifier(
+            WordPieceTokenizer.from_corpus(corpus, vocab_size=60),
+            "mgu",
+            bidirectional=False,
+            **small,
+        ),
+        ColorNamer(words, "gru", max_length=4, **small),
+        NameToColor(words, "lstm", bins=4, **small),
+        TextSeq2Seq.from_tokenizers(
+            CharTokenizer.from_corpus(["nov 21, 2026"]),
+            CharTokenizer.from_corpus(["0123456789-"]),
+            cell="gru",
+            max_output_length=6,
+            **small,
+        ),
+    ]
+
+
+@pytest.fixture(scope="session", name="tiny_app_models")
+def tiny_app_models_fixture() -> Callable[[], list[keras.Model]]:
+    return tiny_app_models

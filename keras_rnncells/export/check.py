@@ -3,7 +3,9 @@
 This module imports only numpy and tensorflow (and tensorflow_text, for its
 ops), so it is also the program ``write_saved_model`` runs in a fresh Python
 process (its source passed with ``-c``) to prove that an export serves without
-keras_rnncells: there, any import of keras_rnncells raises ``ImportError``.
+keras_rnncells: there, any import of keras_rnncells raises ``ImportError``,
+and XLA JIT compilation is disabled as ``tensorflow_model_server`` disables it
+by default (`disable_xla_jit`), so a graph that demands XLA fails the check.
 The program reads a JSON list of jobs ``{"directory", "inputs", "outputs"}``
 (``inputs`` an ``.npz`` path, ``outputs`` a path prefix) and runs each
 SavedModel's ``serving_default`` on the inputs with each of the `LOADERS`,
@@ -17,6 +19,7 @@ writing ``<outputs>.<loader>.npz`` (strings as bytes):
 
 from __future__ import annotations
 
+import ctypes
 import importlib.abc
 import json
 import os
@@ -57,6 +60,15 @@ def run_in_session(
 LOADERS = {"load": load_and_run, "session": run_in_session}
 
 
+def disable_xla_jit() -> None:
+    """Disables XLA JIT compilation in this process for good, as
+    ``tensorflow_model_server`` does at start-up unless it is given
+    ``--xla_cpu_compilation_enabled``: a function compiled with
+    ``jit_compile=True`` then fails with "XLA compilation disabled"."""
+    library = ctypes.CDLL(os.path.join(os.path.dirname(tf.__file__), "libtensorflow_cc.so.2"))
+    library._ZN10tensorflow21DisableXlaCompilationEv()  # tensorflow::DisableXlaCompilation()
+
+
 class RefuseImport(importlib.abc.MetaPathFinder):
     """Makes ``import keras_rnncells`` (and its submodules) fail."""
 
@@ -74,6 +86,7 @@ def savable(array: np.ndarray) -> np.ndarray:
 
 def main(request_path: str) -> None:
     sys.meta_path.insert(0, RefuseImport())
+    disable_xla_jit()
     try:
         import tensorflow_text  # noqa: F401  (registers the text ops exports use)
     except ImportError:

@@ -1,5 +1,7 @@
 """The fused recurrence: an XLA-compiled loop over ``cell.step`` with a
-cuDNN-style gradient.
+cuDNN-style gradient (``fused_recurrence``), and the same loop traced into the
+caller's graph without XLA (``portable_recurrence``), for graphs that must run
+where XLA JIT is disabled (TF Serving's default) or be converted (tf2onnx).
 
 Forward: ``cell.step`` runs in a ``tf.while_loop`` compiled by XLA over
 inputs already projected by ``cell.project_inputs``. In training it also
@@ -253,6 +255,33 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
     return [d.stack() for d in d_projected], list(g_states), g_vars
 
 
+def recurrence_flags(projected: tuple, training, zero_output_for_mask, return_sequences):
+    """``projected`` flattened, and the static flags ``run_forward`` takes."""
+    flat = tuple(tree.flatten(projected))
+    template = tree.pack_sequence_as(projected, list(range(len(flat))))
+    return flat, (bool(training), bool(zero_output_for_mask), bool(return_sequences), template)
+
+
+def portable_recurrence(
+    cell: Any,
+    projected: tuple,
+    states: list,
+    mask: Any,
+    recurrent_mask: Any,
+    training: bool,
+    zero_output_for_mask: bool,
+    return_sequences: bool,
+) -> tuple:
+    """``fused_recurrence``'s loop traced into the caller's graph: no XLA
+    function and no custom gradient (TensorFlow differentiates the loop), so
+    the graph runs with XLA JIT disabled and converts with tf2onnx."""
+    flat, flags = recurrence_flags(projected, training, zero_output_for_mask, return_sequences)
+    (last_output, outputs, final_states), _ = run_forward(
+        cell, flat, tuple(states), mask, recurrent_mask, flags, False
+    )
+    return last_output, outputs, list(final_states)
+
+
 def fused_recurrence(
     cell: Any,
     projected: tuple,
@@ -270,9 +299,7 @@ def fused_recurrence(
     Returns ``(last_output, outputs, final_states)`` with ``outputs`` of shape
     (T, B, output_size), or (1, B, output_size) without ``return_sequences``.
     """
-    flat = tuple(tree.flatten(projected))
-    template = tree.pack_sequence_as(projected, list(range(len(flat))))
-    flags = (bool(training), bool(zero_output_for_mask), bool(return_sequences), template)
+    flat, flags = recurrence_flags(projected, training, zero_output_for_mask, return_sequences)
     result = differentiable_recurrence(cell, flat, tuple(states), mask, recurrent_mask, flags)
     last_output, outputs, *final_states = tree.flatten(result)
     return last_output, outputs, final_states

@@ -3,22 +3,36 @@
 * ``cudnn``: GRU/LSTM cells in a cuDNN configuration on a GPU run Keras' cuDNN
   kernel with the same weights.
 * ``fused``: the input projection of the whole sequence is one matmul
-  (``cell.step_inputs``: ``project_inputs`` and any per-step noise), then an
-  XLA-compiled ``tf.while_loop`` runs only ``cell.step``. The loop compiles
-  itself, so it is fast whether or not the surrounding model is compiled with
-  ``jit_compile``.
+  (``cell.step_inputs``: ``project_inputs`` and any per-step noise), then a
+  ``tf.while_loop`` runs only ``cell.step``. It is traced in one of two forms
+  (``layers/fused.py``):
+
+  - compiled: the loop compiles itself with XLA and has a cuDNN-style
+    gradient, so it is fast whether or not the surrounding model is compiled
+    with ``jit_compile``. Used where no graph outlives the call: training
+    steps and eager calls.
+  - portable: the same loop traced into the caller's graph, with no
+    ``jit_compile`` and TensorFlow's own gradient. Used for every inference
+    graph (``training=False`` inside a ``tf.function``: ``model.predict``,
+    serving functions, ``model.export``, ``tf.saved_model.save``) and inside
+    ``portable()``: such a graph may be saved, and TF Serving runs with XLA
+    JIT disabled by default.
 * ``generic``: ``keras.layers.RNN``'s own loop, the reference semantics.
 
 ``implementation="auto"`` picks cudnn where it can run and fused otherwise
 (generic for ``unroll=True`` and for cells that are not ``AbstractRNNCell``).
-All three give the same numbers for the same weights: masks of any pattern,
+All paths give the same numbers for the same weights: masks of any pattern,
 ``go_backwards``, ``zero_output_for_mask``, states and gradients.
+
+The switches ``portable()`` and ``loop_override()`` are context variables:
+they hold for the thread (or task) that entered them only.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import contextvars
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import keras
@@ -28,38 +42,45 @@ from keras.src.backend.common.stateless_scope import in_stateless_scope  # no pu
 
 from keras_rnncells.cells.base import AbstractRNNCell
 from keras_rnncells.checks import check_input, check_shape, shapes_compatible
-from keras_rnncells.layers.fused import fused_recurrence
+from keras_rnncells.layers.fused import fused_recurrence, portable_recurrence
 
 IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
 SEQUENCES = ("batch", "timesteps", "features")
 
-_portable_depth = 0
-_loop_overrides: list = []  # innermost last; see `loop_override`
+_portable = contextvars.ContextVar("keras_rnncells_portable", default=False)
+_loop_override: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
+    "keras_rnncells_loop_override", default=None
+)
 
 
 @contextlib.contextmanager
 def portable() -> Iterator[None]:
-    """Within this context no layer selects the cuDNN path (for export: a model
-    trained on a GPU then traces the fused path, which serves on any device)."""
-    global _portable_depth
-    _portable_depth += 1
+    """Within this context layers trace what serves anywhere: no cuDNN op (a
+    model trained on a GPU serves on a CPU) and no XLA-compiled function (TF
+    Serving disables XLA JIT by default), whether training or not."""
+    token = _portable.set(True)
     try:
         yield
     finally:
-        _portable_depth -= 1
+        _portable.reset(token)
+
+
+def in_portable() -> bool:
+    """Whether this thread is inside ``portable()``."""
+    return _portable.get()
 
 
 @contextlib.contextmanager
-def loop_override(loop: Any) -> Iterator[None]:
+def loop_override(loop: Callable) -> Iterator[None]:
     """Within this context every ``RNN`` layer runs its recurrence as
     ``loop(layer, sequences, initial_state, mask, training)``, which returns
     ``inner_loop``'s ``(last_output, outputs, states)``: how an exporter traces
     a path its converter understands (export/onnx_rnn.py)."""
-    _loop_overrides.append(loop)
+    token = _loop_override.set(loop)
     try:
         yield
     finally:
-        _loop_overrides.pop()
+        _loop_override.reset(token)
 
 
 def gpu_available() -> bool:
@@ -131,7 +152,7 @@ class RNN(keras.layers.RNN):
         """Whether the cuDNN kernel runs (before any run-time mask check)."""
         return (
             self.implementation in ("auto", "cudnn")
-            and _portable_depth == 0
+            and not in_portable()
             and not self.unroll
             and isinstance(self.cell, AbstractRNNCell)
             and self.cell.cudnn_compatible()
@@ -149,7 +170,7 @@ class RNN(keras.layers.RNN):
     # -- validation -------------------------------------------------------------
     def build(self, sequences_shape, initial_state_shape=None):
         check_input(self, "sequences", sequences_shape, SEQUENCES)
-        if self.implementation == "cudnn" and _portable_depth == 0 and not gpu_available():
+        if self.implementation == "cudnn" and not in_portable() and not gpu_available():
             raise ValueError(
                 "Argument `implementation='cudnn'` needs a GPU and none is "
                 "visible to TensorFlow; use implementation='auto'"
@@ -186,8 +207,9 @@ class RNN(keras.layers.RNN):
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if tree.is_nested(mask):
             mask = mask[0]
-        if _loop_overrides and not in_stateless_scope():
-            return _loop_overrides[-1](self, sequences, initial_state, mask, training)
+        override = _loop_override.get()
+        if override is not None and not in_stateless_scope():
+            return override(self, sequences, initial_state, mask, training)
         path = self.path()
         if path == "generic" or in_stateless_scope():
             # Keras' shape inference (and `stateless_call`) reads variables
@@ -211,6 +233,8 @@ class RNN(keras.layers.RNN):
         )
 
     def fused_loop(self, sequences, initial_state, mask, training):
+        """The fused path, compiled (training steps, eager calls) or portable
+        (inference graphs, ``portable()``): see the module docstring."""
         cell = self.cell
         sequences = drop_inputs(cell, sequences, training)
         projected = cell.step_inputs(ops.transpose(sequences, (1, 0, 2)), training)
@@ -220,7 +244,9 @@ class RNN(keras.layers.RNN):
             projected = tree.map_structure(lambda p: ops.flip(p, axis=0), projected)
             mask = None if mask is None else ops.flip(mask, axis=0)
         recurrent_mask = cell.get_recurrent_dropout_mask(initial_state[0]) if training else None
-        last_output, outputs, states = fused_recurrence(
+        compiled = not in_portable() and (bool(training) or tf.executing_eagerly())
+        recurrence = fused_recurrence if compiled else portable_recurrence
+        last_output, outputs, states = recurrence(
             cell,
             projected,
             initial_state,

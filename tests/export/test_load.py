@@ -16,9 +16,6 @@ import numpy as np
 import pytest
 
 from keras_rnncells.apps import servable_for
-from keras_rnncells.apps.color_namer import ColorNamer
-from keras_rnncells.apps.name_to_color import NameToColor
-from keras_rnncells.apps.sentiment import SentimentClassifier
 from keras_rnncells.export import write_onnx, write_saved_models
 from keras_rnncells.export.load import (
     OnnxRunner,
@@ -27,8 +24,6 @@ from keras_rnncells.export.load import (
     serve_under_load,
 )
 from keras_rnncells.export.onnx import onnx_path
-from keras_rnncells.seq2seq import TextSeq2Seq
-from keras_rnncells.text import CharTokenizer, WordPieceTokenizer, WordTokenizer
 
 THREADS, PER_THREAD = 8, 200
 # The float output both formats return (the SavedModel from text, ONNX from token ids).
@@ -40,37 +35,13 @@ SHARED_OUTPUT = {
 }
 
 
-def tiny_models() -> list[keras.Model]:
-    """The four applications, untrained, with native ONNX GRU/LSTM nodes and a Loop (MGU)."""
-    corpus = ["a wonderful , moving film", "a dull and lifeless film", "so dull"]
-    words = WordTokenizer.from_corpus(["light blue", "dark red", "greenish blue"], lowercase=True)
-    small = {"units": 4, "embedding_dim": 4}
-    return [
-        SentimentClassifier(
-            WordPieceTokenizer.from_corpus(corpus, vocab_size=60),
-            "mgu",
-            bidirectional=False,
-            **small,
-        ),
-        ColorNamer(words, "gru", max_length=4, **small),
-        NameToColor(words, "lstm", bins=4, **small),
-        TextSeq2Seq.from_tokenizers(
-            CharTokenizer.from_corpus(["nov 21, 2026"]),
-            CharTokenizer.from_corpus(["0123456789-"]),
-            cell="gru",
-            max_output_length=6,
-            **small,
-        ),
-    ]
-
-
 @pytest.fixture(scope="module")
-def artifacts(tmp_path_factory):
+def artifacts(tmp_path_factory, tiny_app_models):
     """Servable, SavedModel directory and ONNX file by application name. The
     fresh-process SavedModel check is left to test_saved_model.py; the ONNX
     writer checks parity with TensorFlow in onnxruntime."""
     keras.utils.set_random_seed(0)
-    servables = [servable_for(model) for model in tiny_models()]
+    servables = [servable_for(model) for model in tiny_app_models()]
     root = tmp_path_factory.mktemp("load")
     saved = write_saved_models(servables, root, version=1, check=False)
     found = {}

@@ -1,0 +1,52 @@
+"""Runs SavedModels as a stock ``tensorflow_model_server`` does, for the tests.
+
+Independent of keras_rnncells on purpose (the package cannot be imported
+here): the model server calls ``tensorflow::DisableXlaCompilation()`` at
+start-up unless given ``--xla_cpu_compilation_enabled``, links the
+tensorflow-text ops, loads a version directory with the SavedModel loader
+(restore op, then the signature's tensors fed and fetched in a session) and
+never imports Python code of the model's author.
+
+Usage: ``python stock_server.py REQUEST.json``, where the request is a list of
+``{"directory", "inputs", "outputs"}`` (``inputs`` an ``.npz`` by input name,
+``outputs`` the ``.npz`` to write by output name; strings as bytes). A job
+whose signature raises writes ``{"error": message}`` as JSON to
+``outputs + ".error"`` instead; a crash of this process fails the caller.
+"""
+
+import ctypes
+import json
+import os
+import sys
+
+sys.modules["keras_rnncells"] = None  # an import of the package raises ImportError
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tensorflow_text  # noqa: E402,F401  (the model server links the tf-text ops)
+
+ctypes.CDLL(
+    os.path.join(os.path.dirname(tf.__file__), "libtensorflow_cc.so.2")
+)._ZN10tensorflow21DisableXlaCompilationEv()
+
+
+def serve(directory, inputs):
+    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
+        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], directory)
+        signature = meta_graph.signature_def["serving_default"]
+        feed = {signature.inputs[name].name: value for name, value in inputs.items()}
+        names = sorted(signature.outputs)
+        values = session.run([signature.outputs[name].name for name in names], feed_dict=feed)
+    return {n: v.astype(bytes) if v.dtype == object else v for n, v in zip(names, values)}
+
+
+for job in json.load(open(sys.argv[1], encoding="utf-8")):
+    with np.load(job["inputs"]) as loaded:
+        inputs = dict(loaded)
+    try:
+        outputs = serve(job["directory"], inputs)
+    except tf.errors.OpError as error:
+        with open(job["outputs"] + ".error", "w", encoding="utf-8") as file:
+            json.dump({"error": " ".join(error.message.split())[:2000]}, file)
+        continue
+    np.savez(job["outputs"], **outputs)
