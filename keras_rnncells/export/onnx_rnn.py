@@ -11,11 +11,9 @@ every ``RNN`` layer takes one of two paths:
   emits a placeholder op (a ``tf.numpy_function``) whose inputs are already
   ONNX's ``X, W, R, B, sequence_lens, initial_h(, initial_c)`` and whose
   outputs are ONNX's ``Y, Y_h(, Y_c)``; ``native_op_handlers`` turns it into
-  the ONNX node. A mask is read as right-padded sequence lengths (the number
-  of true steps per row), as Keras' cuDNN kernel reads it: pad on the right
-  (the tokenizers of ``keras_rnncells.text`` do). Left-padded or holey masks
-  would need Keras' loop (an ``If`` around both paths did not convert: tf2onnx
-  1.17 fails on a GRU's bias slices inside a ``Loop`` inside an ``If``).
+  the ONNX node. ONNX's ``sequence_lens`` means right padding, so a mask of
+  any pattern (left padding, holes, empty rows) is handled around the node by
+  index gathers (`native_loop`), exact and convertible.
 * generic: Keras' own ``while_loop`` (``implementation="generic"``), which
   tf2onnx converts to a ``Loop``.
 
@@ -110,16 +108,43 @@ def not_in_tensorflow(*_: Any) -> Any:
     raise RuntimeError("this graph was traced for ONNX export only; run the ONNX model instead")
 
 
+def with_zero_step(tensor, first: bool):
+    """``tensor`` (B, T, F) with a step of zeros before (``first``) or after
+    its steps: the slot an index points at to select nothing."""
+    zero = tf.zeros_like(tensor[:, :1])
+    return tf.concat([zero, tensor] if first else [tensor, zero], axis=1)
+
+
+def taken(tensor, indices):
+    """``tensor[b, indices[b, ...]]`` per row ``b``: a gather, never a select
+    (tf2onnx turns a float ``tf.where`` into ``c * x + (1 - c) * y``, so a NaN or
+    Inf in the branch not taken would leak)."""
+    return tf.gather(tensor, indices, batch_dims=1)
+
+
 def native_loop(layer: Any, op: str, sequences, initial_state, mask) -> tuple:
-    """The layer's recurrence as one ONNX ``op`` node (placeholder in TF)."""
+    """The layer's recurrence as one ONNX ``op`` node (placeholder in TF).
+
+    With a mask of any pattern, each row's unmasked steps are gathered to the
+    front in order, the node runs on their count (``sequence_lens``), and the
+    outputs are gathered back to the steps Keras' mask semantics give them: a
+    masked step repeats the last output (zeros before the first, and always
+    zeros with ``zero_output_for_mask``)."""
     cell = layer.cell
     states = [tf.convert_to_tensor(s) for s in tree.flatten(initial_state)]
     lengths = None
     if mask is not None:
         mask = tf.cast(mask, tf.bool)
-        lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
+        steps = tf.shape(mask)[1]
+        done = tf.cumsum(tf.cast(mask, tf.int32), axis=1)  # unmasked steps up to each step
+        lengths = done[:, -1]
+        # the j-th unmasked step is the number of steps before it; past the
+        # row's count, the zero step appended at index `steps`
+        rank = tf.range(steps)[None, :, None]
+        source = tf.reduce_sum(tf.cast(done[:, None, :] <= rank, tf.int32), axis=2)
+        sequences = taken(with_zero_step(sequences, first=False), tf.minimum(source, steps))
     inputs = [tf.transpose(sequences, (1, 0, 2)), *onnx_weights(cell)]
-    # ONNX Runtime rejects zero lengths: run those rows one step, then undo.
+    # ONNX Runtime rejects zero lengths: run those rows one step (on zeros), then undo.
     inputs += [] if lengths is None else [tf.maximum(lengths, 1)]
     inputs += [s[None] for s in states]
     dtype = sequences.dtype
@@ -138,15 +163,14 @@ def native_loop(layer: Any, op: str, sequences, initial_state, mask) -> tuple:
     final = [tf.ensure_shape(r, (1, None, units))[0] for r in results[1:]]
     last = final[0]
     if mask is not None:
-        valid = (lengths > 0)[:, None]
-        final = [tf.where(valid, f, s) for f, s in zip(final, states)]
-        last = tf.where(valid, final[0], tf.zeros_like(final[0]))
+        # outputs with a zero step first: index k is the k-th unmasked step's output
+        outputs = with_zero_step(outputs, first=True)
         if layer.zero_output_for_mask:
-            last = tf.where(mask[:, -1:], last, tf.zeros_like(last))
-            fill = tf.zeros_like(outputs)
-        else:
-            fill = tf.broadcast_to(last[:, None], tf.shape(outputs))
-        outputs = tf.where(mask[:, :, None], outputs, fill)
+            done = done * tf.cast(mask, tf.int32)
+        last = taken(outputs, done[:, -1:])[:, 0]
+        outputs = taken(outputs, done)
+        ran = tf.cast(lengths > 0, tf.int32)[:, None]  # empty rows keep their states
+        final = [taken(tf.stack([s, f], axis=1), ran)[:, 0] for s, f in zip(states, final)]
     if not layer.return_sequences:
         outputs = last[:, None]
     return last, outputs, final
@@ -162,7 +186,7 @@ def onnx_loop(layer: Any, sequences, initial_state, mask, training) -> tuple:
         record = {"layer": layer.name, "cell": type(layer.cell).__name__}
         record.update(onnx=op or "Loop", note=reason)
         if mask is not None and op is not None:
-            record["note"] = "native; its mask is read as right-padded lengths"
+            record["note"] = "native; masked steps compacted out (any padding pattern)"
         _traced_layers[:] = [r for r in _traced_layers if r["layer"] != layer.name] + [record]
     if op is None:
         return keras.layers.RNN.inner_loop(layer, sequences, initial_state, mask, training=training)

@@ -26,7 +26,7 @@ from keras_rnncells.export import (  # noqa: E402
     verify_manifest,
     write_onnx,
 )
-from keras_rnncells.export.onnx import onnx_path  # noqa: E402
+from keras_rnncells.export.onnx import onnx_path, run_onnx  # noqa: E402
 from keras_rnncells.export.onnx_rnn import graph_op_types  # noqa: E402
 
 NATIVE = {"gru": "GRU", "lstm": "LSTM", "simple": "RNN"}
@@ -52,9 +52,10 @@ def test_every_cell_layer_converts_and_matches(cell, tmp_path):
     assert [r["onnx"] for r in manifest["recurrent_layers"]] == [expected]
 
 
-def masked_servable(layer: keras.layers.Layer, input_dim: int = 3) -> Servable:
-    """``layer`` on sequences with a boolean mask input; the examples are
-    right-padded, with a full row, an empty row and a one-step row."""
+def masked_servable(layer: keras.layers.Layer, mask: np.ndarray, input_dim: int = 3) -> Servable:
+    """``layer`` on sequences with a boolean mask input; the examples have
+    ``mask`` (conftest's: right and left padding, holes, an empty row) and NaN
+    inputs at some masked steps (Keras ignores them)."""
     layer.build((None, None, input_dim))
     module = tf.Module()
     module.layer = layer
@@ -69,29 +70,40 @@ def masked_servable(layer: keras.layers.Layer, input_dim: int = 3) -> Servable:
         "mask": tf.TensorSpec((None, None), tf.bool),
     }
     rng = np.random.default_rng(1)
-    lengths = np.array([5, 3, 0, 1])
-    mask = np.arange(5)[None] < lengths[:, None]
-    examples = {"sequences": rng.normal(size=(4, 5, input_dim)).astype("float32"), "mask": mask}
+    sequences = rng.normal(size=(*mask.shape, input_dim)).astype("float32")
+    sequences[~mask & (rng.random(mask.shape) < 0.5)] = np.nan
+    examples = {"sequences": sequences, "mask": mask}
     return Servable("masked", None, module, traced(run, signature), examples)
 
 
 @pytest.mark.parametrize(
-    "layer",
+    "name, options",
     [
-        lambda: kr.GRU(4, return_sequences=True, return_state=True),
-        lambda: kr.GRU(4, reset_after=False, zero_output_for_mask=True, return_sequences=True),
-        lambda: kr.LSTM(4, return_state=True),
-        lambda: kr.SimpleRNN(4, return_sequences=True),
+        ("GRU", {"return_sequences": True, "return_state": True}),
+        ("GRU", {"reset_after": False, "zero_output_for_mask": True, "return_sequences": True}),
+        ("LSTM", {"return_state": True}),
+        ("LSTM", {"zero_output_for_mask": True, "return_state": True}),
+        ("SimpleRNN", {"return_sequences": True}),
     ],
 )
-def test_native_ops_with_right_padded_masks(layer, tmp_path):
+def test_native_ops_give_keras_answer_for_every_mask_pattern(name, options, mask, tmp_path):
     keras.utils.set_random_seed(0)
     path = tmp_path / "model.onnx"
-    manifest = write_onnx(masked_servable(layer()), path)
+    servable = masked_servable(getattr(kr, name)(4, **options), mask)
+    manifest = write_onnx(servable, path)
     assert max(manifest["parity"]["max_abs_error"].values()) < 1e-4
     (record,) = manifest["recurrent_layers"]
     assert op_types(tmp_path) & RECURRENT_OPS == {record["onnx"]} != {"Loop"}
-    assert "right-padded" in record["note"]
+    assert "any padding pattern" in record["note"]
+    # Keras' own layer with the same weights is the reference, row by row
+    reference = getattr(keras.layers, name)(4, **options)
+    reference.build((None, None, 3))
+    reference.set_weights(servable.module.layer.get_weights())
+    found = run_onnx(path, servable.examples)
+    expected = reference(servable.examples["sequences"], mask=servable.examples["mask"])
+    expected = expected if isinstance(expected, (list, tuple)) else [expected]
+    for index, value in enumerate(expected):
+        np.testing.assert_allclose(found[f"output_{index}"], value, atol=1e-5)
 
 
 def test_parity_failure_and_bad_arguments(tmp_path):
