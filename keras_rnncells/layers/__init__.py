@@ -25,7 +25,7 @@ from keras_rnncells.layers.named import (
     PeepholeLSTM,
     SimpleRNN,
 )
-from keras_rnncells.layers.rnn import IMPLEMENTATIONS, RNN, portable
+from keras_rnncells.layers.rnn import IMPLEMENTATIONS, RNN, compiled_inference, portable
 from keras_rnncells.layers.wrappers import CellWrapper, Zoneout
 
 __all__ = [
@@ -56,5 +56,6 @@ __all__ = [
     "PeepholeLSTM",
     "SimpleRNN",
     "Zoneout",
+    "compiled_inference",
     "portable",
 ]

@@ -16,7 +16,8 @@
     graph (``training=False`` inside a ``tf.function``: ``model.predict``,
     serving functions, ``model.export``, ``tf.saved_model.save``) and inside
     ``portable()``: such a graph may be saved, and TF Serving runs with XLA
-    JIT disabled by default.
+    JIT disabled by default. ``compiled_inference()`` opts back into the
+    compiled loop for graphs that stay in the process.
 * ``generic``: ``keras.layers.RNN``'s own loop, the reference semantics.
 
 ``implementation="auto"`` picks cudnn where it can run and fused otherwise
@@ -47,7 +48,9 @@ from keras_rnncells.layers.fused import fused_recurrence, portable_recurrence
 IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
 SEQUENCES = ("batch", "timesteps", "features")
 
-_portable = contextvars.ContextVar("keras_rnncells_portable", default=False)
+# How the fused loop is traced: "auto" (see the module docstring), "portable"
+# (`portable()`) or "compiled" (`compiled_inference()`).
+_loop_form = contextvars.ContextVar("keras_rnncells_loop_form", default="auto")
 _loop_override: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
     "keras_rnncells_loop_override", default=None
 )
@@ -58,16 +61,35 @@ def portable() -> Iterator[None]:
     """Within this context layers trace what serves anywhere: no cuDNN op (a
     model trained on a GPU serves on a CPU) and no XLA-compiled function (TF
     Serving disables XLA JIT by default), whether training or not."""
-    token = _portable.set(True)
+    token = _loop_form.set("portable")
     try:
         yield
     finally:
-        _portable.reset(token)
+        _loop_form.reset(token)
+
+
+@contextlib.contextmanager
+def compiled_inference() -> Iterator[None]:
+    """Within this context inference graphs, too, trace the XLA-compiled loop:
+    faster where the graph runs in this process (``model.predict`` traced
+    here), but such a graph fails where XLA JIT is disabled, as in a default
+    TF Serving: never export from here."""
+    token = _loop_form.set("compiled")
+    try:
+        yield
+    finally:
+        _loop_form.reset(token)
 
 
 def in_portable() -> bool:
     """Whether this thread is inside ``portable()``."""
-    return _portable.get()
+    return _loop_form.get() == "portable"
+
+
+def compiles_loop(training: Any) -> bool:
+    """Whether the fused loop is traced compiled (else portable) here."""
+    form = _loop_form.get()
+    return form == "compiled" or (form == "auto" and (bool(training) or tf.executing_eagerly()))
 
 
 @contextlib.contextmanager
@@ -244,8 +266,7 @@ class RNN(keras.layers.RNN):
             projected = tree.map_structure(lambda p: ops.flip(p, axis=0), projected)
             mask = None if mask is None else ops.flip(mask, axis=0)
         recurrent_mask = cell.get_recurrent_dropout_mask(initial_state[0]) if training else None
-        compiled = not in_portable() and (bool(training) or tf.executing_eagerly())
-        recurrence = fused_recurrence if compiled else portable_recurrence
+        recurrence = fused_recurrence if compiles_loop(training) else portable_recurrence
         last_output, outputs, states = recurrence(
             cell,
             projected,

@@ -224,3 +224,56 @@ def test_built_inside_a_symbolic_run_reads_its_variables(sequences):
     fused.rnn.cell.recurrent_kernel.assign(np.zeros((UNITS, 3 * UNITS)))  # still read live
     generic.rnn.cell.recurrent_kernel.assign(np.zeros((UNITS, 3 * UNITS)))
     np.testing.assert_allclose(fused(sequences), generic(sequences), atol=1e-5)
+
+
+def demands_xla(function, *args) -> bool:
+    """Whether the graph of ``function(*args)`` holds a function that must be
+    XLA-compiled (which fails where XLA JIT is disabled, as in TF Serving)."""
+    library = function.get_concrete_function(*args).graph.as_graph_def().library
+    return any(f.attr["_XlaMustCompile"].b for f in library.function if "_XlaMustCompile" in f.attr)
+
+
+def test_the_loop_is_compiled_for_training_and_portable_for_inference_graphs(sequences, helpers):
+    layer = krc.MGU(UNITS, return_sequences=True)
+    layer.build(sequences.shape)
+    eager_outputs, eager_gradients = helpers.outputs_and_gradients(layer, sequences)
+
+    def traced(training):
+        return tf.function(lambda x: layer(x, training=training))
+
+    assert demands_xla(traced(True), sequences)
+    assert not demands_xla(traced(False), sequences)
+    with krc.compiled_inference():
+        assert demands_xla(traced(False), sequences)
+    with krc.portable():
+        assert not demands_xla(traced(True), sequences)
+    # the portable loop's numbers and TensorFlow's own gradient of it
+    outputs, gradients = tf.function(lambda x: helpers.outputs_and_gradients(layer, x))(sequences)
+    helpers.assert_all_close(outputs, eager_outputs, what="portable outputs")
+    helpers.assert_all_close(gradients, eager_gradients, what="portable gradients")
+
+
+def test_the_loop_switches_hold_for_their_thread_only(sequences):
+    """One thread inside ``portable()`` while another traces a training step."""
+    import threading
+
+    layer = krc.MGU(UNITS)
+    layer.build(sequences.shape)
+    inside, traced = threading.Event(), threading.Event()
+    found = {}
+
+    def exporter():
+        with krc.portable():
+            inside.set()
+            traced.wait(timeout=60)
+            found["exporter"] = demands_xla(
+                tf.function(lambda x: layer(x, training=True)), sequences
+            )
+
+    thread = threading.Thread(target=exporter)
+    thread.start()
+    assert inside.wait(timeout=60)
+    found["trainer"] = demands_xla(tf.function(lambda x: layer(x, training=True)), sequences)
+    traced.set()
+    thread.join(timeout=120)
+    assert found == {"exporter": False, "trainer": True}
