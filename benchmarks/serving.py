@@ -10,7 +10,15 @@ artifacts the way a server does (``tf.saved_model.load`` and an
 
 * latency: one request at a time at batch 1 and at batch 64, median (p50)
   and p99 over ``--repeats`` requests, and throughput (examples per second
-  at the median);
+  at the median), on three runtimes:
+
+  - ``SavedModel, JIT off``: the exported SavedModel in a child process with
+    XLA JIT disabled, as a default ``tensorflow_model_server`` runs it (the
+    portable loop: the export holds no XLA-compiled function);
+  - ``tf.function, XLA loop``: the same serving function traced in this
+    process under ``keras_rnncells.compiled_inference()``, the compiled loop
+    that training uses (it would not serve in a default TF Serving);
+  - ``ONNX Runtime``: the ONNX export;
 * under load (``keras_rnncells.export.load``): ``--threads`` threads send
   ``--requests`` requests each to the one loaded artifact, batches of 1 to 8
   rows drawn from the application's examples; p50 and p99 latency, requests
@@ -35,6 +43,8 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -67,6 +77,8 @@ ROWS = (
 )
 APPLICATIONS = ("sentiment", "color-namer", "name-to-color", "seq2seq")
 REFERENCE = "keras-gru"
+SIZES = (1, 64)
+JIT_OFF, XLA_LOOP, ONNX = "SavedModel, JIT off", "tf.function, XLA loop", "ONNX Runtime"
 
 
 def application_servable(name: str) -> Servable:
@@ -144,23 +156,80 @@ def summary(samples: list[float], batch: int) -> dict[str, float]:
     return {"p50_ms": 1000 * median, "p99_ms": 1000 * p99, "per_second": batch / median}
 
 
+def xla_loop_runner(served: Servable) -> Callable[[dict], dict]:
+    """``served.serve`` traced afresh under ``compiled_inference()``."""
+    import tensorflow as tf
+
+    from keras_rnncells import compiled_inference
+
+    function = tf.function(
+        served.serve.python_function, input_signature=served.serve.input_signature
+    )
+    with compiled_inference():
+        function.get_concrete_function()
+
+    def run(inputs: dict) -> dict:
+        return {k: v.numpy() for k, v in function(**inputs).items()}
+
+    return run
+
+
+def jit_off_summaries(directory: Path, batches: list[dict], repeats: int) -> list[dict]:
+    """`summary` of the SavedModel at ``directory`` on each batch, measured in a
+    child process with XLA JIT disabled (`jit_off_child`)."""
+    with tempfile.TemporaryDirectory() as temporary:
+        for index, batch in enumerate(batches):
+            np.savez(Path(temporary) / f"batch{index}.npz", **batch)
+        command = [sys.executable, __file__, "--jit-off-child", str(directory), temporary]
+        subprocess.run([*command, str(len(batches)), str(repeats)], check=True)
+        return json.loads((Path(temporary) / "summaries.json").read_text(encoding="utf-8"))
+
+
+def jit_off_child(directory: str, temporary: str, batches: str, repeats: str) -> None:
+    """The child of `jit_off_summaries`: XLA JIT disabled first, as the model
+    server does, then one `SavedModelRunner` timed on each batch."""
+    from keras_rnncells.export.check import disable_xla_jit
+    from keras_rnncells.export.load import SavedModelRunner
+
+    disable_xla_jit()
+    run = SavedModelRunner(directory)
+    summaries = []
+    for index in range(int(batches)):
+        with np.load(Path(temporary) / f"batch{index}.npz") as loaded:
+            inputs = dict(loaded)
+        size = len(next(iter(inputs.values())))
+        summaries.append(summary(latencies(partial(run, inputs), int(repeats)), size))
+    (Path(temporary) / "summaries.json").write_text(json.dumps(summaries), encoding="utf-8")
+
+
 def measure(name: str, directory: Path, args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
-    """(latency rows at batch 1 and 64, load rows) of both runtimes of one model."""
+    """(latency rows at each of SIZES on every runtime, load rows) of one model."""
     from keras_rnncells.export.command import export_servable
 
     served = servable(name)
     paths = export_servable(served, directory, version=1)
-    runtimes: dict[str, tuple[Runner, dict]] = {
-        "SavedModel": (SavedModelRunner(paths["savedmodel"]), served.examples),
-        "ONNX Runtime": (OnnxRunner(paths["onnx"]), served.onnx()[1]),
+    savedmodel_batches = [batch_of(served.examples, size, args.steps) for size in SIZES]
+    rows = [
+        {"model": name, "runtime": JIT_OFF, "batch": size, **result}
+        for size, result in zip(
+            SIZES, jit_off_summaries(paths["savedmodel"], savedmodel_batches, args.repeats)
+        )
+    ]
+    in_process: dict[str, tuple[Runner, dict]] = {
+        XLA_LOOP: (xla_loop_runner(served), served.examples),
+        ONNX: (OnnxRunner(paths["onnx"]), served.onnx()[1]),
     }
-    rows, loaded = [], []
-    for size in (1, 64):
-        for runtime, (run, examples) in runtimes.items():
+    for size in SIZES:
+        for runtime, (run, examples) in in_process.items():
             inputs = batch_of(examples, size, args.steps)
             result = summary(latencies(partial(run, inputs), args.repeats), size)
             rows.append({"model": name, "runtime": runtime, "batch": size, **result})
-    for runtime, (run, examples) in runtimes.items():
+    loaded = []
+    under_load: dict[str, tuple[Runner, dict]] = {
+        "SavedModel": (SavedModelRunner(paths["savedmodel"]), served.examples),
+        ONNX: in_process[ONNX],
+    }
+    for runtime, (run, examples) in under_load.items():
         requests = requests_from_examples(batch_of(examples, 8, args.steps))
         report = serve_under_load(run, requests, args.threads, args.requests)
         loaded.append({"model": name, "runtime": runtime, **report.summary()})
@@ -183,12 +252,13 @@ def ratio(value: float | None) -> str:
 
 def print_tables(rows: list[dict], loaded: list[dict], args: argparse.Namespace) -> None:
     print(f"\nServing, median (p50) and p99 latency over {args.repeats} requests")
-    print("| model | runtime | batch | p50 ms | p99 ms | examples/s | vs SavedModel |")
+    print(f"(ratios: p50 against '{JIT_OFF}', what a default TF Serving runs)")
+    print(f"| model | runtime | batch | p50 ms | p99 ms | examples/s | vs {JIT_OFF} |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    for row in rows:
+    for row in sorted(rows, key=lambda r: (ROWS.index(r["model"]), r["batch"])):
         print(
             f"| {row['model']} | {row['runtime']} | {row['batch']} | {row['p50_ms']:.2f} | "
-            f"{row['p99_ms']:.2f} | {row['per_second']:.0f} | {row['vs_savedmodel']:.2f}x |"
+            f"{row['p99_ms']:.2f} | {row['per_second']:.0f} | {row['vs_jit_off']:.2f}x |"
         )
     print(
         f"\nUnder load: {args.threads} threads x {args.requests} requests of 1-8 rows, "
@@ -240,9 +310,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[dict]]:
         reference = next(
             r["p50_ms"]
             for r in rows
-            if (r["model"], r["batch"], r["runtime"]) == (row["model"], row["batch"], "SavedModel")
+            if (r["model"], r["batch"], r["runtime"]) == (row["model"], row["batch"], JIT_OFF)
         )
-        row["vs_savedmodel"] = row["p50_ms"] / reference
+        row["vs_jit_off"] = row["p50_ms"] / reference
     ratios_to_reference(loaded)
     print_tables(rows, loaded, args)
     result = {"latency": rows, "load": loaded}
@@ -252,4 +322,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[dict]]:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--jit-off-child"]:
+        jit_off_child(*sys.argv[2:])
+    else:
+        main()

@@ -104,16 +104,17 @@ def test_serving_quick_run(tmp_path, capsys):
     arguments += ["--threads", "2", "--requests", "5", "--json", str(saved)]
     result = load_script("serving").main(arguments)
     assert json.loads(saved.read_text()) == json.loads(json.dumps(result))
-    runtimes = ("SavedModel", "ONNX Runtime")
+    latency = ("SavedModel, JIT off", "tf.function, XLA loop", "ONNX Runtime")
     assert {(row["model"], row["runtime"], row["batch"]) for row in result["latency"]} == {
         (model, runtime, batch)
         for model in ("keras-gru", "mgu")
-        for runtime in runtimes
+        for runtime in latency
         for batch in (1, 64)
     }
     for row in result["latency"]:
         assert row["p50_ms"] <= row["p99_ms"]
         assert row["per_second"] == pytest.approx(1000 * row["batch"] / row["p50_ms"])
+    runtimes = ("SavedModel", "ONNX Runtime")
     load = {(row["model"], row["runtime"]): row for row in result["load"]}
     assert set(load) == {(model, runtime) for model in ("keras-gru", "mgu") for runtime in runtimes}
     for (_, runtime), row in load.items():
@@ -126,6 +127,7 @@ def test_serving_quick_run(tmp_path, capsys):
         )
     printed = capsys.readouterr().out
     assert "| mgu | ONNX Runtime | 64 |" in printed
+    assert "| mgu | SavedModel, JIT off | 1 |" in printed
     assert "Under load: 2 threads x 5 requests" in printed
     assert "| keras-gru | SavedModel |" in printed and "| 0 | 0 | 1.00x | 1.00x |" in printed
 
