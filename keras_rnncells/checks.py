@@ -116,6 +116,15 @@ def described(layout: Sequence[str]) -> str:
 DTYPE_KINDS = {  # kind: (what the message says, the test)
     "float": ("a float tensor", keras.backend.is_float_dtype),
     "integer": ("an integer tensor", keras.backend.is_int_dtype),
+    # Sequences: Keras' recurrent layers cast integers and bools to floats.
+    "numeric": (
+        "a float, integer or bool tensor",
+        lambda dtype: (
+            dtype == "bool"
+            or keras.backend.is_int_dtype(dtype)
+            or keras.backend.is_float_dtype(dtype)
+        ),
+    ),
     # Token ids: Keras traces default signatures with float32 inputs, and
     # `Embedding` casts them.
     "ids": (

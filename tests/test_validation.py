@@ -302,16 +302,24 @@ def input_rows(path: str) -> list:
                 lambda dtype=dtype: kr.GRU(UNITS, implementation=path)(
                     zeros(BATCH, STEPS, FEATURES, dtype=dtype)
                 ),
-                rf"Input `sequences` .* must be a float tensor, received dtype {dtype}",
+                rf"Input `sequences` .* must be a float, integer or bool tensor, received "
+                rf"dtype {dtype}",
             )
-            for dtype in ("int32", "bool", "str")
+            for dtype in (
+                "str",
+            )  # integers and bools are cast (tests/layers/test_keras_arguments.py)
         ),
         row(
-            f"{path}-dtype-int-symbolic",
+            f"{path}-dtype-string-symbolic",
             lambda: kr.GRU(UNITS, implementation=path)(
-                keras.Input((STEPS, FEATURES), dtype="int64")
+                keras.Input((STEPS, FEATURES), dtype="string")
             ),
-            r"Input `sequences` .* must be a float tensor, received dtype int64",
+            r"Input `sequences` .* must be a float, integer or bool tensor, received dtype string",
+        ),
+        row(
+            f"{path}-zero-steps",
+            lambda: kr.GRU(UNITS, implementation=path)(zeros(BATCH, 0, FEATURES)),
+            r"Input `sequences` .* has 0 timesteps \(axis 1\)",
         ),
         row(
             f"{path}-features-differ",

@@ -92,6 +92,20 @@ def packed(template, tensors):
     return tree.map_structure(lambda i: tensors[i], template)
 
 
+def stacked(outputs: tf.TensorArray, zeros: tf.Tensor) -> tf.Tensor:
+    """``outputs.stack()``, also for 0 steps (a TensorArray cannot stack an
+    empty list whose element shape has an unknown batch size)."""
+    if tf.get_static_value(outputs.size()):  # a known, positive step count
+        return outputs.stack()
+    return tf.cond(outputs.size() > 0, outputs.stack, lambda: tf.zeros_like(zeros)[None][:0])
+
+
+def first_step(tensor):
+    """Zeros shaped like one step of time-major ``tensor``: what a probe step
+    is traced on (it only finds the recurrent matmuls), valid for 0 steps too."""
+    return tf.ensure_shape(tf.zeros(tf.shape(tensor)[1:], tensor.dtype), tensor.shape[1:])
+
+
 def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, training):
     """One step with ``keras.layers.RNN``'s mask semantics: a masked step keeps
     the states and emits the previous output (zeros with zero_output_for_mask)."""
@@ -116,7 +130,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape) for x in tensors]
 
     with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
-        cell.step(packed(template, [p[0] for p in projected]), list(states), training)
+        cell.step(packed(template, [first_step(p) for p in projected]), list(states), training)
     saved = ([], [], [], [])  # states before each step, previous outputs, matmul in, matmul out
     if record:
         saved = (
@@ -158,7 +172,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
         (tf.constant(0), outputs, zeros, tuple(states), saved),
         maximum_iterations=steps,
     )
-    all_outputs = outputs.stack() if return_sequences else last_output[None]
+    all_outputs = stacked(outputs, zeros) if return_sequences else last_output[None]
     result = (last_output, all_outputs, tuple(states))
     return result, tuple(tuple(ta.stack() for ta in arrays) for arrays in saved)
 
@@ -184,7 +198,9 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
 
     with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
         cell.step(
-            packed(template, [p[0] for p in projected]), [s[0] for s in saved_states], training
+            packed(template, [first_step(p) for p in projected]),
+            [first_step(s) for s in saved_states],
+            training,
         )
 
     def body(i, g_states, g_carry, g_vars, d_projected, d_matmuls):

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -46,6 +47,9 @@ from keras_rnncells.checks import check_input, check_shape, shapes_compatible
 from keras_rnncells.layers.fused import fused_recurrence, portable_recurrence
 
 IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
+USE_CUDNN = ("auto", True, False)
+# Keras 2's kernel choices, accepted (and ignored) by Keras 3's GRU and LSTM.
+LEGACY_IMPLEMENTATIONS = (1, 2)
 SEQUENCES = ("batch", "timesteps", "features")
 
 # How the fused loop is traced: "auto" (see the module docstring), "portable"
@@ -118,6 +122,23 @@ class RNN(keras.layers.RNN):
     module docstring). ``"cudnn"`` raises a ``ValueError`` where the cuDNN
     kernel cannot run; ``"auto"`` falls back to fused instead, also at run
     time for masks cuDNN cannot take (not right-padded, fully masked rows).
+
+    Keras' own arguments are accepted, so that this layer replaces Keras'
+    GRU and LSTM unchanged:
+
+    * ``use_cudnn`` (Keras 3): ``"auto"`` (default) changes nothing;
+      ``True`` means ``implementation="cudnn"``; ``False`` means cuDNN is
+      never used (``"auto"`` then picks fused or generic). Contradictions
+      (``use_cudnn=True`` with ``"fused"`` or ``"generic"``, ``use_cudnn=False``
+      with ``"cudnn"``) raise a ``ValueError`` naming both arguments.
+    * ``implementation=1`` or ``2`` (Keras 2's kernel choice, which Keras 3
+      ignores) means ``"auto"``, with a warning once per process.
+
+    Integer and bool sequences are cast to the compute dtype, as Keras
+    does. A sequence of zero steps raises a ``ValueError`` where the step
+    count is known when the layer is called; in a graph traced for any
+    length, the fused path answers zero steps as a fully masked sequence
+    (initial states, zero outputs).
     """
 
     def __init__(
@@ -129,14 +150,12 @@ class RNN(keras.layers.RNN):
         stateful: bool = False,
         unroll: bool = False,
         zero_output_for_mask: bool = False,
-        implementation: str = "auto",
+        implementation: str | int = "auto",
+        use_cudnn: str | bool = "auto",
         **kwargs: Any,
     ) -> None:
-        if implementation not in IMPLEMENTATIONS:
-            raise ValueError(
-                f"Argument `implementation` must be one of {IMPLEMENTATIONS}, "
-                f"received: {implementation!r}"
-            )
+        implementation = resolve_implementation(implementation, use_cudnn)
+        self.use_cudnn = use_cudnn
         super().__init__(
             cell,
             return_sequences=return_sequences,
@@ -174,6 +193,7 @@ class RNN(keras.layers.RNN):
         """Whether the cuDNN kernel runs (before any run-time mask check)."""
         return (
             self.implementation in ("auto", "cudnn")
+            and self.use_cudnn is not False
             and not in_portable()
             and not self.unroll
             and isinstance(self.cell, AbstractRNNCell)
@@ -206,9 +226,14 @@ class RNN(keras.layers.RNN):
             "sequences",
             sequences,
             SEQUENCES,
-            dtype="float",
+            dtype="numeric",
             features=getattr(self, "input_dim", None),
         )
+        if shape[1] == 0:
+            raise ValueError(
+                f"Input `sequences` of layer {self.name!r} has 0 timesteps (axis 1), "
+                f"received shape {shape}; a recurrent layer needs at least one step"
+            )
         if initial_state is not None:
             check_initial_state(self, sequences, initial_state)
         if mask is not None:
@@ -223,6 +248,8 @@ class RNN(keras.layers.RNN):
 
     def call(self, sequences, initial_state=None, mask=None, training=False):
         self.check_call_args(sequences, initial_state, mask)
+        if not keras.backend.is_float_dtype(keras.backend.standardize_dtype(sequences.dtype)):
+            sequences = ops.cast(sequences, self.compute_dtype)  # as Keras' GRU and LSTM
         return super().call(sequences, initial_state=initial_state, mask=mask, training=training)
 
     # -- the paths ----------------------------------------------------------------
@@ -301,7 +328,46 @@ class RNN(keras.layers.RNN):
     def get_config(self) -> dict:
         config = super().get_config()
         config["implementation"] = self.implementation
+        if self.use_cudnn != "auto":
+            config["use_cudnn"] = self.use_cudnn
         return config
+
+
+_warned_legacy = False
+
+
+def resolve_implementation(implementation: Any, use_cudnn: Any) -> str:
+    """``implementation`` as one of `IMPLEMENTATIONS`, given Keras' legacy
+    integers and ``use_cudnn`` (see `RNN`); a ``ValueError`` otherwise."""
+    global _warned_legacy
+    if use_cudnn not in USE_CUDNN or not isinstance(use_cudnn, (str, bool)):
+        raise ValueError(
+            f"Argument `use_cudnn` must be one of {USE_CUDNN}, received: {use_cudnn!r}"
+        )
+    if implementation in LEGACY_IMPLEMENTATIONS and not isinstance(implementation, bool):
+        if not _warned_legacy:
+            _warned_legacy = True
+            warnings.warn(
+                f"Argument `implementation={implementation}` is Keras 2's kernel choice, which "
+                "Keras 3 ignores; keras_rnncells reads it as implementation='auto' (its "
+                f"choices: {IMPLEMENTATIONS})",
+                stacklevel=4,
+            )
+        implementation = "auto"
+    if implementation not in IMPLEMENTATIONS or not isinstance(implementation, str):
+        raise ValueError(
+            f"Argument `implementation` must be one of {IMPLEMENTATIONS} (or Keras' legacy "
+            f"{LEGACY_IMPLEMENTATIONS}), received: {implementation!r}"
+        )
+    contradiction = (use_cudnn is True and implementation in ("fused", "generic")) or (
+        use_cudnn is False and implementation == "cudnn"
+    )
+    if contradiction:
+        raise ValueError(
+            f"Arguments `use_cudnn={use_cudnn!r}` and `implementation={implementation!r}` "
+            "contradict each other; pass one of them"
+        )
+    return "cudnn" if use_cudnn is True else implementation
 
 
 def cudnn_accepts(mask):
