@@ -1,26 +1,59 @@
 """keras_rnncells: the recurrent cells of the literature for Keras 3, fast.
 
-The public API: every cell (``keras_rnncells.cells``), the ``RNN`` layer and the
-named layers (``keras_rnncells.layers``), MuFuRU's operation registry and the
-norm-stabilizer penalty; encoder-decoders (``keras_rnncells.seq2seq``) and
-in-graph tokenizers (``keras_rnncells.text``) as subpackages, imported here so
-that every saved model of the package loads after ``import keras_rnncells``.
+The public API (``keras_rnncells._api``): every cell (``keras_rnncells.cells``),
+the ``RNN`` layer and the named layers (``keras_rnncells.layers``), MuFuRU's
+operation registry and the norm-stabilizer penalty; encoder-decoders
+(``keras_rnncells.seq2seq``) and in-graph tokenizers (``keras_rnncells.text``)
+as subpackages, imported here so that every saved model of the package loads
+after ``import keras_rnncells``.
+
+Only the ``rnncells`` command (its console script, or ``python -m
+keras_rnncells.cli``) imports the API on first use instead (PEP 562
+``__getattr__``): ``rnncells --help`` and its argument errors then answer
+without importing TensorFlow, which takes seconds.
 """
 
-from keras_rnncells import cells, layers, seq2seq, text
-from keras_rnncells.cells import *  # noqa: F403 (names listed in cells.__all__)
-from keras_rnncells.cells.mufuru import register_operation
-from keras_rnncells.layers import *  # noqa: F403 (names listed in layers.__all__)
-from keras_rnncells.regularizers import NormStabilizer, norm_stabilizer
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+import sys
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    *cells.__all__,
-    *layers.__all__,
-    "NormStabilizer",
-    "norm_stabilizer",
-    "register_operation",
-    "seq2seq",
-    "text",
-]
+
+def _runs_the_command() -> bool:
+    """Whether this interpreter was started as ``rnncells`` (pip's console
+    script, ``rnncells.exe`` or ``rnncells-script.py`` on Windows) or as
+    ``python -m keras_rnncells.cli``."""
+    script = os.path.basename(sys.argv[0]) if getattr(sys, "argv", None) else ""
+    if script.removesuffix(".exe").removesuffix("-script.py") == "rnncells":
+        return True
+    argv = getattr(sys, "orig_argv", [])
+    return any(a == "-m" and b == "keras_rnncells.cli" for a, b in itertools.pairwise(argv))
+
+
+_loading = False
+
+if _runs_the_command():
+
+    def __getattr__(name: str) -> Any:
+        """Imports the public API on the first name asked for that is not here."""
+        global _loading
+        if name.startswith("_") or _loading:  # a submodule import asks while loading
+            raise AttributeError(f"module 'keras_rnncells' has no attribute {name!r}")
+        _loading = True
+        try:
+            api = importlib.import_module("keras_rnncells._api")
+        finally:
+            _loading = False
+        globals().update({key: getattr(api, key) for key in api.__all__}, __all__=api.__all__)
+        if name not in globals():
+            raise AttributeError(f"module 'keras_rnncells' has no attribute {name!r}")
+        return globals()[name]
+
+else:
+    from keras_rnncells._api import *  # noqa: F403 (names listed in _api.__all__)
+    from keras_rnncells._api import __all__ as __all__

@@ -2,29 +2,58 @@
 
 Each subcommand is one entry of ``COMMANDS``: its one-line help, a function
 adding its arguments to its parser and the function running it. ``run``
-functions import what they need themselves, so parsing stays light.
+functions import what they need themselves, so parsing stays light: this
+module imports no TensorFlow (nor does ``keras_rnncells`` in this command, see
+its docstring), and ``rnncells --help`` or a mistyped argument answers at once.
+
+`main` makes paths absolute where they enter, keeps TensorFlow's C++ log and
+the libraries' known noise out of the output, and turns every anticipated
+error (`fail`, or a ``ValueError`` or ``OSError`` of the package naming an
+argument or a path) into one line on standard error and exit status 2, as
+argparse's own errors, leaving no empty output directory behind.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import logging
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
 
-from keras_rnncells.distribute import STRATEGIES
-from keras_rnncells.experiments import TASK_DEFAULTS
+from keras_rnncells.defaults import STRATEGIES, TASK_DEFAULTS
+
+PACKAGE = Path(__file__).resolve().parent
+
+
+class CommandError(Exception):
+    """An anticipated error of a command: `main` prints its message on one
+    line, naming the argument or path and what to do, and exits with 2."""
+
+
+def fail(message: str) -> NoReturn:
+    """Stops the command with ``message`` (see `CommandError`)."""
+    raise CommandError(message)
 
 
 @dataclass(frozen=True)
 class Command:
-    """One subcommand: its one-line help, its arguments, what it runs."""
+    """One subcommand: its one-line help, its arguments, what it runs and,
+    optionally, the checks of its arguments that need no TensorFlow (run
+    before TensorFlow is imported, so a mistake is told at once)."""
 
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], None]
+    check: Callable[[argparse.Namespace], None] | None = None
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -127,6 +156,7 @@ TRAINABLE: dict[str, tuple[str, str]] = {
 
 
 def cell_name(text: str) -> str:
+    import_tensorflow_quietly()  # the registry is filled by importing the cells
     from keras_rnncells import list_cells
 
     if text not in list_cells():
@@ -181,18 +211,18 @@ def run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace a finished run in --out")
 
 
-def train_run(args: argparse.Namespace) -> None:
-    import importlib
-    from pathlib import Path
-
-    out = Path(args.out)
-    if (out / "results.json").exists() and not args.overwrite:
-        raise SystemExit(
-            f"rnncells train: {out} already holds a finished run (results.json); "
+def train_check(args: argparse.Namespace) -> None:
+    """No finished run in ``--out`` unless ``--overwrite``; distribution flags that go together."""
+    if (Path(args.out) / "results.json").exists() and not args.overwrite:
+        fail(
+            f"--out {args.out} already holds a finished run (results.json); "
             "pass --overwrite to replace it, or choose another --out"
         )
-    module = importlib.import_module(TRAINABLE[args.name][0])
     check_distribution(args)
+
+
+def train_run(args: argparse.Namespace) -> None:
+    module = importlib.import_module(TRAINABLE[args.name][0])
     if args.workers is not None:
         from keras_rnncells.distribute import launch_local_workers, worker_command
 
@@ -206,19 +236,18 @@ def train_run(args: argparse.Namespace) -> None:
 
 def check_distribution(args: argparse.Namespace) -> None:
     """``--strategy``, ``--cpu-devices`` and ``--workers`` go together."""
-    fail = f"rnncells train {args.name}:"
     if args.strategy != "none" and args.name not in TASK_DEFAULTS:
-        raise SystemExit(
-            f"{fail} --strategy is supported for the data tasks ({', '.join(TASK_DEFAULTS)}), "
-            "not for the applications"
+        fail(
+            f"--strategy is supported for the data tasks ({', '.join(TASK_DEFAULTS)}), "
+            f"not for the application {args.name}"
         )
     if args.cpu_devices is not None and args.strategy != "mirrored":
-        raise SystemExit(f"{fail} --cpu-devices needs --strategy mirrored")
+        fail("--cpu-devices needs --strategy mirrored")
     if args.workers is not None and args.strategy != "multiworker":
-        raise SystemExit(f"{fail} --workers needs --strategy multiworker")
+        fail("--workers needs --strategy multiworker")
     if args.workers is not None and "TF_CONFIG" in os.environ:
-        raise SystemExit(
-            f"{fail} --workers starts its own cluster on 127.0.0.1, but TF_CONFIG is set: "
+        fail(
+            "--workers starts its own cluster on 127.0.0.1, but TF_CONFIG is set: "
             "unset it, or drop --workers to join the cluster it names"
         )
 
@@ -289,12 +318,9 @@ def export_arguments(parser: argparse.ArgumentParser) -> None:
 def export_command(args: argparse.Namespace) -> None:
     from keras_rnncells.export.command import export_run, parse_formats
 
-    try:
-        paths = export_run(
-            args.run_dir, args.out, args.version, parse_formats(args.format), args.overwrite
-        )
-    except ValueError as error:
-        raise SystemExit(f"rnncells export: {error}") from None
+    paths = export_run(
+        args.run_dir, args.out, args.version, parse_formats(args.format), args.overwrite
+    )
     for fmt, path in paths.items():
         print(f"{fmt:<10} {path} (checked; manifest.json beside it)")
 
@@ -313,10 +339,7 @@ def verify_run(args: argparse.Namespace) -> None:
     from keras_rnncells.export.manifest import verify_manifest
 
     for directory in args.directories:
-        try:
-            manifest = verify_manifest(directory)
-        except ValueError as error:
-            raise SystemExit(f"rnncells verify: {error}") from None
+        manifest = verify_manifest(directory)
         print(f"ok  {directory}: {len(manifest['files'])} files match manifest.json")
 
 
@@ -348,6 +371,7 @@ COMMANDS: dict[str, Command] = {
         "train an application or task, write model, results.json and logs into --out",
         train_arguments,
         train_run,
+        train_check,
     ),
     "export": Command(
         "export a trained run as SavedModel (TF Serving layout) and ONNX, checked",
@@ -369,20 +393,193 @@ COMMANDS: dict[str, Command] = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="rnncells", description="Recurrent cells for Keras 3: tables and demos."
+        prog="rnncells",
+        description="Recurrent cells for Keras 3: train, export, serve. New here? "
+        "`rnncells quickstart` runs the whole path in about a minute.",
+        epilog="Environment: RNNCELLS_DATA, the folder of the benchmark data sets (nothing "
+        "is downloaded); TF_CPP_MIN_LOG_LEVEL, TensorFlow's C++ log (quiet unless set, "
+        "e.g. 0 to see it all).",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="command")
     for name, command in COMMANDS.items():
         subparser = subparsers.add_parser(name, help=command.help, description=command.help)
         command.add_arguments(subparser)
-        subparser.set_defaults(run=command.run)
+        subparser.set_defaults(command_to_run=command)
     return parser
 
 
+# -- running a command: paths, quiet libraries, one-line errors ------------------------
+# The arguments holding paths: made absolute where they enter, since the export
+# checks run child processes in other directories.
+PATH_ARGUMENTS = ("out", "run_dir")
+
+# How the package's messages name, as Python arguments, what the command line
+# calls by its flags.
+CLI_WORDING = {
+    "overwrite=True (--overwrite)": "--overwrite",
+    "overwrite=True": "--overwrite",
+    "Pass `root=` or set": "Set",
+    "Argument `model`": "MODEL",  # rnncells export's run directory or .keras file
+    "Argument `run_dir`": "MODEL",
+    "Argument `export_dir`": "--out",
+    "Argument `version`": "--version",
+    "or another version": "or another --version",
+    "Argument `format`": "--format",
+    "Argument `directory`: ": "",  # rnncells verify: the message names the directory
+}
+
+# TensorFlow's C++ log level where the user set none: errors neither (they
+# surface as Python exceptions; what TensorFlow logs at that level on a machine
+# without a GPU is noise, such as the failed cuInit).
+QUIET = "3"
+
+# Log messages of libraries that tell a user of the command nothing, by logger.
+HARMLESS_LOG_MESSAGES = {
+    # tf.saved_model.save of a graph holding lookup tables; TensorFlow's own
+    # text calls it "a warning and probably safe to ignore".
+    "tensorflow": ("Issue encountered when serializing table_initializer",),
+}
+
+
+class DropMessages(logging.Filter):
+    """Drops the records whose message starts with one of ``starts``."""
+
+    def __init__(self, starts: tuple[str, ...]) -> None:
+        super().__init__()
+        self.starts = starts
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.starts)
+
+
+def quiet_libraries() -> None:
+    """Filters `HARMLESS_LOG_MESSAGES` at their loggers."""
+    for name, starts in HARMLESS_LOG_MESSAGES.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, DropMessages) and f.starts == starts for f in logger.filters):
+            logger.addFilter(DropMessages(starts))
+
+
+def import_tensorflow_quietly() -> None:
+    """Imports TensorFlow, with file descriptor 2 captured where its C++ log
+    is to be quiet (``TF_CPP_MIN_LOG_LEVEL`` 3, `main`'s default): its
+    libraries print start-up lines (oneDNN, CUDA, CPU features) before that
+    level applies. They are shown if the import fails."""
+    if "tensorflow" in sys.modules:
+        return
+    if os.environ.get("TF_CPP_MIN_LOG_LEVEL") != QUIET:
+        importlib.import_module("tensorflow")
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as captured:
+            os.dup2(captured.fileno(), 2)
+            try:
+                importlib.import_module("tensorflow")
+            except BaseException:
+                os.dup2(saved, 2)
+                captured.seek(0)
+                os.write(2, captured.read())
+                raise
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def make_paths_absolute(args: argparse.Namespace) -> None:
+    for name in PATH_ARGUMENTS:
+        if getattr(args, name, None) is not None:
+            setattr(args, name, os.path.abspath(getattr(args, name)))
+    if getattr(args, "directories", None) is not None:
+        args.directories = [os.path.abspath(directory) for directory in args.directories]
+
+
+def check_out(out: str | None) -> None:
+    """``--out`` is a directory, or can be made one: no file in its way."""
+    if out is None:
+        return
+    existing = Path(out)
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = f"--out {out}" if str(existing) == out else f"--out {out}: {existing}"
+        fail(f"{where} is a file, not a directory; choose another --out")
+
+
+@contextlib.contextmanager
+def no_new_empty_directories(path: str | None) -> Iterator[None]:
+    """When the block fails, removes the empty directories it created at or
+    under ``path`` (and the parents of ``path`` it created); directories that
+    hold something, such as the backup a run resumes from, stay."""
+    if path is None:
+        yield
+        return
+    top = Path(path)
+    while not top.parent.exists():
+        top = top.parent
+    before = set(directories_under(top))
+    try:
+        yield
+    except BaseException:
+        for directory in directories_under(top):  # the deepest first
+            if directory not in before:
+                with contextlib.suppress(OSError):  # not empty
+                    directory.rmdir()
+        raise
+
+
+def directories_under(top: Path) -> list[Path]:
+    """``top`` and every directory under it, each after the ones it holds."""
+    return [Path(root) for root, _, _ in os.walk(top, topdown=False)]
+
+
+def anticipated_message(error: BaseException) -> str | None:
+    """The one-line message of an anticipated error, None for any other: a
+    `CommandError`; an ``OSError`` naming a file; a ``ValueError`` or
+    ``OSError`` raised by the package (its argument and input checks), worded
+    with the command's flags."""
+    if isinstance(error, CommandError):
+        message = str(error)
+    elif isinstance(error, OSError) and error.filename is not None:
+        message = f"{error.filename}: {error.strerror or error}"
+    elif isinstance(error, ValueError | OSError) and raised_in_package(error):
+        message = str(error)
+        for python, flag in CLI_WORDING.items():
+            message = message.replace(python, flag)
+    else:
+        return None
+    return " ".join(message.split())
+
+
+def raised_in_package(error: BaseException) -> bool:
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(PACKAGE)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    """``rnncells``: parses ``argv`` (default ``sys.argv[1:]``) and runs the command."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", QUIET)  # read when TensorFlow loads
+    parser = build_parser()
+    args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what local workers run again
-    args.run(args)
+    make_paths_absolute(args)
+    try:
+        check_out(getattr(args, "out", None))
+        command = args.command_to_run
+        if command.check is not None:
+            command.check(args)
+        with no_new_empty_directories(getattr(args, "out", None)):
+            quiet_libraries()
+            import_tensorflow_quietly()
+            command.run(args)
+    except KeyboardInterrupt:
+        parser.exit(130, f"rnncells {args.command}: interrupted\n")
+    except Exception as error:
+        message = anticipated_message(error)
+        if message is None:
+            raise
+        parser.exit(2, f"rnncells {args.command}: error: {message}\n")
 
 
 if __name__ == "__main__":

@@ -37,8 +37,7 @@ from typing import Any
 import tensorflow as tf
 
 from keras_rnncells.cells.base import check_positive_int
-
-STRATEGIES = ("none", "mirrored", "multiworker")
+from keras_rnncells.defaults import STRATEGIES
 
 
 def split_cpu(devices: int) -> None:

@@ -30,6 +30,7 @@ from keras_rnncells.cells.base import check_positive_int
 from keras_rnncells.cells.registry import get_cell
 from keras_rnncells.checks import check_rate
 from keras_rnncells.data import Task, load_task, task_options
+from keras_rnncells.defaults import TASK_DEFAULTS, Settings, TaskDefaults
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
 from keras_rnncells.layers import RNN
 from keras_rnncells.training import (
@@ -44,98 +45,6 @@ from keras_rnncells.training import (
 PLOT_NOTE = "matplotlib is not installed (pip install 'keras-rnncells[plot]'): no PNG written"
 # How many of the most frequent symbols the operation-weights figure shows.
 MAX_SYMBOLS = 24
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """Everything a run depends on besides the data and the package version."""
-
-    cell: str = "gru"
-    units: int = 64
-    epochs: int = 10
-    batch_size: int = 32
-    learning_rate: float = 1e-3
-    optimizer: str = "adam"
-    clipnorm: float = 1.0
-    bidirectional: bool = False
-    layers: int = 1
-    embedding_dim: int = 64  # token tasks only
-    dropout: float = 0.0  # on the recurrent layers' inputs and on the head's input
-    # None: no averaging; else the optimizer keeps an exponential moving average
-    # of the weights with this momentum, used for validation, test and the saved model
-    ema_momentum: float | None = None
-    seed: int = 0
-    limit: int | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskDefaults:
-    """A task's default `Settings`, what they follow, and its one-line help."""
-
-    settings: Settings
-    source: str
-    help: str
-
-
-OURS = "our choice (no paper setting known to us)"
-TASK_DEFAULTS: dict[str, TaskDefaults] = {
-    "adding": TaskDefaults(
-        Settings(units=100, bidirectional=True, epochs=50, batch_size=100),
-        "MGU paper (Zhou et al. 2016), adding problem: bidirectional, 100 hidden units; "
-        f"optimizer, learning rate, batch and epochs: {OURS}",
-        "adding problem, T 50-55: regress the sum of two marked values (MSE)",
-    ),
-    "logic": TaskDefaults(
-        Settings(units=8, embedding_dim=8, epochs=30, batch_size=32, learning_rate=1e-2),
-        "MuFuRU paper (Weissenborn & Rocktäschel 2016) §4.1: 8 hidden units; embedding "
-        f"size, optimizer, learning rate, batch and epochs: {OURS}",
-        "truth value of propositional formulas in postfix order (MuFuRU paper §4.1)",
-    ),
-    "anbn": TaskDefaults(
-        Settings(units=16, embedding_dim=4, epochs=20, learning_rate=1e-2),
-        OURS,
-        "recognize a^n b^n against near misses; longer n at test",
-    ),
-    "anbncn": TaskDefaults(
-        Settings(units=16, embedding_dim=4, epochs=20, learning_rate=1e-2),
-        OURS,
-        "recognize a^n b^n c^n against near misses; longer n at test",
-    ),
-    "mnist_rows": TaskDefaults(
-        Settings(units=100, epochs=20, batch_size=100),
-        "MGU paper, MNIST read row by row (28 steps of 28 pixels): 100 hidden units; "
-        f"the rest: {OURS}",
-        "MNIST read row by row, 28 steps of 28 pixels, 10 classes",
-    ),
-    "mnist_pixels": TaskDefaults(
-        Settings(units=100, epochs=20, batch_size=100),
-        f"100 hidden units as for mnist_rows; the rest: {OURS}",
-        "MNIST read pixel by pixel, 784 steps, 10 classes",
-    ),
-    "imdb": TaskDefaults(
-        Settings(units=100, embedding_dim=128, epochs=10),
-        "MGU paper, IMDB: word embeddings of 128, 100 hidden units; the rest: " + OURS,
-        "IMDB movie reviews, positive or negative",
-    ),
-    "sst2": TaskDefaults(
-        Settings(units=100, embedding_dim=128, epochs=3, dropout=0.5, ema_momentum=0.999),
-        "sizes of the IMDB setting; dropout, epochs, batch and the weight average: our "
-        "choice, by validation accuracy over a few settings (no paper setting known to us)",
-        "Stanford Sentiment Treebank, binary (trained on the GLUE SST-2 phrases)",
-    ),
-    "sst1": TaskDefaults(
-        Settings(units=100, embedding_dim=128, epochs=10),
-        f"sizes of the IMDB setting; the rest: {OURS}",
-        "Stanford Sentiment Treebank, 5 classes",
-    ),
-    "ptb": TaskDefaults(
-        Settings(units=200, layers=2, embedding_dim=200, epochs=13, batch_size=20, clipnorm=5.0),
-        "Zaremba et al. (2014) small model: 2 layers of 200, embedding 200, batch 20, 35 "
-        "steps, 13 epochs, clipnorm 5; Adam at 1e-3 in place of their SGD schedule, and "
-        "stateless windows (no state carried across batches)",
-        "Penn Treebank word-level language model (test perplexity)",
-    ),
-}
 
 
 def task_defaults(task: str) -> TaskDefaults:

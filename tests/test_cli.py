@@ -1,12 +1,15 @@
-"""The ``rnncells`` command: help, the cell table, the demo and its data."""
+"""The ``rnncells`` command: help, the cell table, the demo and its data;
+parsing without TensorFlow, and anticipated errors as one line with exit 2."""
 
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +17,10 @@ import pytest
 import keras_rnncells
 from keras_rnncells.cli import COMMANDS, main
 from keras_rnncells.demo import adding_problem
+
+# The installed console script, as a user runs it (else the module).
+MODULE = [sys.executable, "-m", "keras_rnncells.cli"]
+RNNCELLS = [shutil.which("rnncells")] if shutil.which("rnncells") else MODULE
 
 
 def parse_table(text: str) -> list[dict[str, str]]:
@@ -32,9 +39,7 @@ def parse_table(text: str) -> list[dict[str, str]]:
 
 
 def test_help_lists_every_subcommand():
-    script = shutil.which("rnncells")
-    command = [script] if script else [sys.executable, "-m", "keras_rnncells.cli"]
-    done = subprocess.run([*command, "--help"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([*RNNCELLS, "--help"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     for name in ("cells", "demo", *COMMANDS):
         assert re.search(rf"^\s+{name}\s+\S", done.stdout, re.MULTILINE), done.stdout
@@ -102,3 +107,80 @@ def test_tiny_demo_prints_its_table(capsys):
         assert float(row["s/epoch"]) > 0
         assert np.isfinite(float(row["test MSE"]))
         assert 0 < float(row["baseline MSE"]) < 1
+
+
+@pytest.mark.parametrize("command", [RNNCELLS, MODULE], ids=["script", "module"])
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["--help"], 0),
+        (["export", "--help"], 0),
+        (["train", "nope"], 2),
+        (["demo", "--units", "0"], 2),
+    ],
+)
+def test_help_and_argument_errors_import_no_tensorflow(command, argv, code):
+    environ = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    done = subprocess.run(
+        [*command, *argv], capture_output=True, text=True, env=environ, timeout=300
+    )
+    assert done.returncode == code, done.stderr[-2000:]
+    imported = [
+        line.rsplit("|", 1)[-1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    ]
+    assert "keras_rnncells.defaults" in imported  # the profile covers the command's imports
+    heavy = [name for name in imported if name.split(".")[0] in {"tensorflow", "keras"}]
+    assert not heavy, heavy
+
+
+# Each case: the arguments, then what the one line on standard error says
+# after "rnncells COMMAND: error: " (a regular expression). Run in a directory
+# holding "file" (a file) and "done/results.json" (a finished run), with
+# RNNCELLS_DATA naming a folder that does not exist.
+ANTICIPATED_ERRORS = {
+    "out-is-a-file": (
+        ["quickstart", "--out", "file"],
+        r"--out /\S*/file is a file, not a directory; choose another --out",
+    ),
+    "file-on-the-way-to-out": (
+        ["train", "adding", "--out", "file/run"],
+        r"--out /\S*/file/run: /\S*/file is a file, not a directory; choose another --out",
+    ),
+    "finished-run": (
+        ["train", "adding", "--out", "done"],
+        r"--out /\S*/done already holds a finished run \(results.json\); pass --overwrite",
+    ),
+    "strategy-of-an-application": (
+        ["train", "color-namer", "--out", "run", "--strategy", "mirrored"],
+        r"--strategy is supported for the data tasks \(.*\), not for the application",
+    ),
+    "missing-data": (
+        ["train", "sst2", "--out", "runs/sst2", "--epochs", "1"],
+        r"No benchmark data folder at /\S*/no-data\. Set \$RNNCELLS_DATA to the folder",
+    ),
+    "missing-model": (["export", "runs/nothing"], r"MODEL: /\S*/runs/nothing\b"),
+    "unknown-format": (["export", "done", "--format", "tflite"], r"--format must name"),
+    "not-an-export": (["verify", "done"], r"/\S*/done holds no manifest.json"),
+}
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"), ANTICIPATED_ERRORS.values(), ids=ANTICIPATED_ERRORS.keys()
+)
+def test_anticipated_errors_are_one_line_and_exit_2(tmp_path, argv, expected):
+    (tmp_path / "file").write_text("not a directory\n")
+    (tmp_path / "done").mkdir()
+    (tmp_path / "done" / "results.json").write_text("{}\n")
+    environ = {**os.environ, "RNNCELLS_DATA": str(tmp_path / "no-data")}
+    done = subprocess.run(
+        [*RNNCELLS, *argv], cwd=tmp_path, capture_output=True, text=True, env=environ, timeout=300
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr[-2000:]
+    assert re.fullmatch(rf"rnncells {argv[0]}: error: {expected}.*", lines[0]), lines[0]
+    # nothing left behind: no empty run or export directory
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["done", "file"]
+    assert [p.name for p in Path(tmp_path, "done").iterdir()] == ["results.json"]

@@ -4,11 +4,15 @@ It trains the color namer (RGB -> name) and its reverse (name -> RGB) on the
 949 XKCD colors shipped with the package, exports both as SavedModel and ONNX
 (each checked at export: the SavedModel in a fresh process, the ONNX model in
 onnxruntime), then asks the artifacts themselves, loaded the way a server
-loads them, for names and colors. No download, no flags.
+loads them, for names and colors. No download, no flags; what it prints fits
+on one screen: a line per step as it starts, one with its outcome, then the
+answers of the artifacts and where they are.
 """
 
 from __future__ import annotations
 
+import csv
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -28,23 +32,52 @@ def rgb_text(rgb: Any) -> str:
     return "(" + ", ".join(f"{value:.2f}" for value in rgb) + ")"
 
 
-def quickstart(out: str | Path = "rnncells-quickstart", epochs: int | None = None) -> dict:
-    """Trains, exports and queries both models under ``out``; returns what it printed."""
-    out = Path(out)
+def say(text: str) -> None:
+    print(text, flush=True)  # progress shows as it happens, also through a pipe
+
+
+def training_report(run_dir: Path, seconds: float) -> str:
+    """Epochs, seconds and the first and last epoch's loss, from ``history.csv``."""
+    with open(run_dir / "history.csv", encoding="utf-8", newline="") as handle:
+        losses = [float(row["loss"]) for row in csv.DictReader(handle)]
+    return f"{len(losses)} epochs in {seconds:.0f} s, loss {losses[0]:.2f} -> {losses[-1]:.2f}"
+
+
+def quickstart(out: str | os.PathLike = "rnncells-quickstart", epochs: int | None = None) -> dict:
+    """Trains, exports and queries both models under ``out`` (a path relative
+    to the current directory, or absolute); returns what it printed."""
+    out = Path(os.path.abspath(out))
     started = time.perf_counter()
     runs = {
         "color-namer": out / "runs" / "color-namer",
         "name-to-color": out / "runs" / "name-to-color",
     }
     epochs_given = {} if epochs is None else {"epochs": epochs}
-    print("1/3 Training the color namer (rgb -> name) on the 949 shipped XKCD colors")
-    namer = train_color_namer(runs["color-namer"], NamerSettings(**epochs_given), verbose=2)
-    print("2/3 Training the reverse model (name -> rgb)")
-    reverse = train_name_to_color(
-        runs["name-to-color"], NameToColorSettings(**epochs_given), verbose=2
+    say(f"rnncells quickstart: writing into {out}")
+    say("1/3 Training the color namer (rgb -> name) on the 949 shipped XKCD colors")
+    step = time.perf_counter()
+    namer = train_color_namer(runs["color-namer"], NamerSettings(**epochs_given), verbose=0)
+    say(
+        f"    {training_report(runs['color-namer'], time.perf_counter() - step)}; "
+        f"held-out perplexity {namer['test_perplexity']:.1f}"
     )
-    print("3/3 Exporting SavedModel and ONNX, each checked against the Keras model")
+    say("2/3 Training the reverse model (name -> rgb)")
+    step = time.perf_counter()
+    reverse = train_name_to_color(
+        runs["name-to-color"], NameToColorSettings(**epochs_given), verbose=0
+    )
+    say(
+        f"    {training_report(runs['name-to-color'], time.perf_counter() - step)}; held-out "
+        f"distance {reverse['test_mean_rgb_distance']:.3f} (the mean color's: "
+        f"{reverse['test_mean_rgb_distance_of_mean_color']:.3f})"
+    )
+    say("3/3 Exporting SavedModel and ONNX, each checked against the Keras model")
+    step = time.perf_counter()
     artifacts = {name: export_run(run, out / "export") for name, run in runs.items()}
+    say(
+        f"    4 artifacts in {time.perf_counter() - step:.0f} s; the SavedModels served the "
+        "same outputs in a fresh process, the ONNX models in onnxruntime"
+    )
 
     namer_signature = tf.saved_model.load(str(artifacts["color-namer"]["savedmodel"]))
     served = namer_signature.signatures["serving_default"](
@@ -71,20 +104,16 @@ def quickstart(out: str | Path = "rnncells-quickstart", epochs: int | None = Non
             for model, paths in artifacts.items()
         },
     }
-    print("\nNames from the exported SavedModel (beam search in the graph):")
+    say("\nNames from the exported SavedModel (beam search in the graph):")
     for rgb, name in summary["names"].items():
-        print(f"  {rgb} -> {name!r}")
-    print("Colors from the exported SavedModel (names need not be in the list):")
+        say(f"  {rgb} -> {name!r}")
+    say("Colors from the exported SavedModel (names need not be in the list):")
     for name, rgb in summary["colors"].items():
-        print(f"  {name!r:>24} -> {rgb}")
-    print(
-        f"\nHeld-out: namer perplexity {namer['test_perplexity']:.1f}; name -> rgb mean "
-        f"distance {reverse['test_mean_rgb_distance']:.3f} (always the mean color: "
-        f"{reverse['test_mean_rgb_distance_of_mean_color']:.3f})."
-    )
-    print("Artifacts (each directory has its manifest.json with checksums):")
+        say(f"  {name!r:>24} -> {rgb}")
+    say("\nArtifacts (each directory has its manifest.json with checksums; rnncells verify):")
     for model, paths in summary["artifacts"].items():
         for fmt, path in paths.items():
-            print(f"  {model:<14} {fmt:<10} {path}")
-    print(f"Done in {summary['seconds']:.0f} s.")
+            say(f"  {model:<14} {fmt:<10} {path}")
+    say(f"Runs (model.keras, results.json, logs) in {out / 'runs'}")
+    say(f"Done in {summary['seconds']:.0f} s.")
     return summary

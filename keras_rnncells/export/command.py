@@ -52,7 +52,7 @@ def next_version(*model_directories: Path) -> int:
 
 def load_run_model(run_dir: str | os.PathLike) -> Any:
     """``RUN_DIR/model.keras``, loaded with Keras' ``safe_mode`` (no code from the file)."""
-    path = Path(run_dir) / "model.keras"
+    path = Path(os.path.abspath(run_dir)) / "model.keras"
     if not path.is_file():
         raise ValueError(
             f"Argument `run_dir`: {path} does not exist; expected a directory written by "
@@ -72,7 +72,7 @@ def export_servable(
 ) -> dict[str, Path]:
     """Writes and checks each format; returns the artifact paths by format.
     Both formats get the same version number."""
-    export_dir = Path(export_dir)
+    export_dir = Path(os.path.abspath(export_dir))
     if version is None:
         version = next_version(export_dir / servable.name, export_dir / "onnx" / servable.name)
     paths: dict[str, Path] = {}

@@ -13,15 +13,22 @@ def run_fresh_python(
     source: str, arguments: Sequence[str | os.PathLike], what: str, cwd: str | os.PathLike
 ) -> None:
     """``python -c source *arguments`` in ``cwd``; a ``RuntimeError`` saying
-    ``what`` failed, with the end of its standard error, when it exits non-zero."""
-    result = subprocess.run(
-        [sys.executable, "-c", source, *map(os.fspath, arguments)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-    )
+    ``what`` failed, with the end of its standard error, when it exits non-zero.
+
+    Path arguments (``os.PathLike``) are made absolute first: the child runs in
+    ``cwd``, where a path relative to this process' directory means something
+    else. Plain strings are passed as they are."""
+    command = [sys.executable, "-c", source, *map(absolute, arguments)]
+    result = subprocess.run(command, cwd=absolute(cwd), capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(
             f"{what} failed in a fresh process (exit {result.returncode}):\n"
             + result.stderr[-4000:]
         )
+
+
+def absolute(argument: str | os.PathLike) -> str:
+    """An ``os.PathLike`` as an absolute path; a ``str`` unchanged."""
+    if isinstance(argument, os.PathLike):
+        return os.path.abspath(argument)
+    return argument

@@ -47,6 +47,7 @@ from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.manifest import tensor_spec, write_manifest
 from keras_rnncells.export.servable import Servable, check_servable
 from keras_rnncells.layers.rnn import portable
+from keras_rnncells.training import current_umask
 
 VOCABULARY_DIRECTORY = "assets.extra"
 
@@ -97,7 +98,8 @@ def write_saved_models(
     names = [servable.name for servable in servables]
     if len(set(names)) != len(names):
         raise ValueError(f"Argument `servables` must have distinct names, got {names}")
-    targets = [version_directory(Path(export_root) / name, version, overwrite) for name in names]
+    export_root = Path(os.path.abspath(export_root))  # the fresh process runs elsewhere
+    targets = [version_directory(export_root / name, version, overwrite) for name in names]
     staged: list[Path] = []
     try:
         for servable, target in zip(servables, targets):
@@ -173,7 +175,9 @@ def serving_root(servable: Servable) -> tf.Module:
 
 def publish(directory: Path, target: Path) -> None:
     """Renames ``directory`` onto ``target``; an old ``target`` is first moved
-    aside (a directory cannot be renamed onto a non-empty one) and deleted."""
+    aside (a directory cannot be renamed onto a non-empty one) and deleted.
+    ``directory`` (private, as ``mkdtemp`` made it) first gets the umask's mode."""
+    os.chmod(directory, 0o777 & ~current_umask())
     if not target.exists():
         os.replace(directory, target)
         return
@@ -245,7 +249,7 @@ def run_in_fresh_process(
     # writes only under the directory it is given
     parent = Path(jobs[0][0]).parent if jobs else None
     with tempfile.TemporaryDirectory(prefix=".check.", dir=parent) as temporary:
-        temporary = Path(temporary)
+        temporary = Path(os.path.abspath(temporary))  # the child runs in it
         request = []
         for index, (directory, inputs) in enumerate(jobs):
             np.savez(temporary / f"inputs{index}.npz", **inputs)
