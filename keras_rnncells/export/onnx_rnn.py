@@ -27,6 +27,7 @@ input bias then recurrent bias. GRU ``reset_after=True`` is ONNX's
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Iterator
 from typing import Any
 
@@ -47,7 +48,9 @@ NATIVE_OPS = {
     SimpleRNNCell: ("RNN", (0,)),
 }
 
-_placeholders: dict[str, dict[str, Any]] = {}  # numpy_function token -> ONNX op and attributes
+# numpy_function token -> ONNX op and attributes. Tokens are unique per
+# placeholder, so threads tracing at once never share an entry.
+_placeholders: dict[str, dict[str, Any]] = {}
 
 
 def activation_name(activation: Any) -> str | None:
@@ -182,18 +185,22 @@ def onnx_loop(layer: Any, sequences, initial_state, mask, training) -> tuple:
     if training:
         op, reason = None, "traced in training mode"
 
-    if _traced_layers is not None:
+    traced_layers = _traced_layers.get()
+    if traced_layers is not None:
         record = {"layer": layer.name, "cell": type(layer.cell).__name__}
         record.update(onnx=op or "Loop", note=reason)
         if mask is not None and op is not None:
             record["note"] = "native; masked steps compacted out (any padding pattern)"
-        _traced_layers[:] = [r for r in _traced_layers if r["layer"] != layer.name] + [record]
+        traced_layers[:] = [r for r in traced_layers if r["layer"] != layer.name] + [record]
     if op is None:
         return keras.layers.RNN.inner_loop(layer, sequences, initial_state, mask, training=training)
     return native_loop(layer, op, sequences, initial_state, mask)
 
 
-_traced_layers: list | None = None
+# What each layer traced in this thread's `onnx_tracing` became (None outside).
+_traced_layers: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "keras_rnncells_onnx_traced_layers", default=None
+)
 
 
 @contextlib.contextmanager
@@ -202,13 +209,13 @@ def onnx_tracing() -> Iterator[list[dict[str, str]]]:
     XLA function; native GRU/LSTM/RNN placeholders or Keras' loop. Yields the
     list it fills with what each layer became (``layer``, ``cell``, ``onnx``:
     the op or ``"Loop"``, ``note``)."""
-    global _traced_layers
-    outer, _traced_layers = _traced_layers, []
+    layers: list[dict[str, str]] = []
+    token = _traced_layers.set(layers)
     try:
         with portable(), loop_override(onnx_loop):
-            yield _traced_layers
+            yield layers
     finally:
-        _traced_layers = outer
+        _traced_layers.reset(token)
 
 
 def convert_placeholder(ctx: Any, node: Any, name: str, args: Any) -> None:
