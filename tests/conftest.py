@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -172,39 +173,39 @@ def require_data_fixture() -> Callable[[str], Path]:
     return require_data
 
 
-# -- serving as TF Serving does -----------------------------------------------------
-STOCK_SERVER = Path(__file__).parent / "tools" / "stock_server.py"
+# -- artifacts run where users run them, in child processes ------------------------
+TOOLS = Path(__file__).parent / "tools"
 
 
-def serve_like_tf_serving(
-    jobs: Sequence[tuple[Path, dict[str, np.ndarray]]], workdir: Path
+def run_jobs_in_child(
+    script: str, jobs: Sequence[tuple[Path, dict[str, Any]]], workdir: Path
 ) -> list[dict[str, np.ndarray] | str]:
-    """Each ``(SavedModel directory, inputs)`` run in one child process as a
-    stock ``tensorflow_model_server`` runs it (``tests/tools/stock_server.py``:
-    XLA JIT disabled, keras_rnncells not importable, tf-text ops linked, the
-    session loader). Returns per job the outputs by name, or the one-line
-    error the signature raised. The child's crash fails the calling test."""
+    """Runs ``tests/tools/<script>`` on a request of ``(artifact, inputs)``
+    jobs (inputs as ``.npz``, or ``.json`` where they are lists of str) in one
+    child process. Returns per job the outputs by name, or the one-line error
+    the artifact raised; the child's crash (a segfault, say) fails the test."""
     workdir.mkdir(parents=True, exist_ok=True)
     request = []
-    for index, (directory, inputs) in enumerate(jobs):
-        np.savez(workdir / f"in{index}.npz", **inputs)
+    for index, (artifact, inputs) in enumerate(jobs):
+        texts = {k: v for k, v in inputs.items() if isinstance(v, list)}
+        path = workdir / f"in{index}.{'json' if texts else 'npz'}"
+        if texts:
+            path.write_text(json.dumps(texts), encoding="utf-8")
+        else:
+            np.savez(path, **inputs)
+        outputs = os.fspath((workdir / f"out{index}.npz").resolve())
         request.append(
-            {
-                "directory": os.fspath(Path(directory).resolve()),
-                "inputs": os.fspath((workdir / f"in{index}.npz").resolve()),
-                "outputs": os.fspath((workdir / f"out{index}.npz").resolve()),
-            }
+            {"artifact": os.fspath(Path(artifact).resolve()), "inputs": os.fspath(path.resolve())}
+            | {"outputs": outputs}
         )
     (workdir / "request.json").write_text(json.dumps(request), encoding="utf-8")
     child = subprocess.run(
-        [sys.executable, os.fspath(STOCK_SERVER), os.fspath(workdir / "request.json")],
+        [sys.executable, os.fspath(TOOLS / script), os.fspath(workdir / "request.json")],
         capture_output=True,
         text=True,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
     )
-    assert child.returncode == 0, (
-        f"the stock server exited {child.returncode}:\n{child.stderr[-3000:]}"
-    )
+    assert child.returncode == 0, f"{script} exited {child.returncode}:\n{child.stderr[-3000:]}"
     results: list[dict[str, np.ndarray] | str] = []
     for job in request:
         error = Path(job["outputs"] + ".error")
@@ -216,9 +217,21 @@ def serve_like_tf_serving(
     return results
 
 
-@pytest.fixture(scope="session", name="serve_like_tf_serving")
-def serve_like_tf_serving_fixture() -> Callable:
-    return serve_like_tf_serving
+@pytest.fixture(scope="session")
+def serve_like_tf_serving() -> Callable:
+    """``(SavedModel directories and inputs, workdir) -> outputs or errors``, run
+    as a stock ``tensorflow_model_server`` runs them (tests/tools/stock_server.py:
+    XLA JIT disabled, keras_rnncells not importable, tf-text ops linked, the
+    session loader)."""
+    return partial(run_jobs_in_child, "stock_server.py")
+
+
+@pytest.fixture(scope="session")
+def run_onnx_in_child() -> Callable:
+    """``(ONNX files and inputs, workdir) -> outputs or errors``, run by
+    onnxruntime with the extensions in a process without TensorFlow
+    (tests/tools/onnx_runner.py)."""
+    return partial(run_jobs_in_child, "onnx_runner.py")
 
 
 # -- the applications, tiny ----------------------------------------------------------

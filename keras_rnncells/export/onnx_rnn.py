@@ -118,6 +118,12 @@ def with_zero_step(tensor, first: bool):
     return tf.concat([zero, tensor] if first else [tensor, zero], axis=1)
 
 
+def with_zero_row(tensor):
+    """``tensor`` with one more row (axis 0) of zeros."""
+    zero = tf.zeros(tf.concat([[1], tf.shape(tensor)[1:]], axis=0), tensor.dtype)
+    return tf.concat([tensor, zero], axis=0)
+
+
 def taken(tensor, indices):
     """``tensor[b, indices[b, ...]]`` per row ``b``: a gather, never a select
     (tf2onnx turns a float ``tf.where`` into ``c * x + (1 - c) * y``, so a NaN or
@@ -146,10 +152,13 @@ def native_loop(layer: Any, op: str, sequences, initial_state, mask) -> tuple:
         rank = tf.range(steps)[None, :, None]
         source = tf.reduce_sum(tf.cast(done[:, None, :] <= rank, tf.int32), axis=2)
         sequences = taken(with_zero_step(sequences, first=False), tf.minimum(source, steps))
-    inputs = [tf.transpose(sequences, (1, 0, 2)), *onnx_weights(cell)]
+    # onnxruntime's GRU and LSTM kernels crash the process (abort, segfault) on
+    # a batch of 0 rows: the node always gets one row of zeros more, dropped after.
+    rows = tf.shape(sequences)[0]
+    inputs = [tf.transpose(with_zero_row(sequences), (1, 0, 2)), *onnx_weights(cell)]
     # ONNX Runtime rejects zero lengths: run those rows one step (on zeros), then undo.
-    inputs += [] if lengths is None else [tf.maximum(lengths, 1)]
-    inputs += [s[None] for s in states]
+    inputs += [] if lengths is None else [tf.maximum(with_zero_row(lengths), 1)]
+    inputs += [with_zero_row(s)[None] for s in states]
     dtype = sequences.dtype
     results = tf.numpy_function(
         not_in_tensorflow, inputs, [dtype] * (1 + len(states)), stateful=True, name=f"onnx_{op}"
@@ -162,8 +171,8 @@ def native_loop(layer: Any, op: str, sequences, initial_state, mask) -> tuple:
     }
     units = cell.units
     y = tf.ensure_shape(results[0], (None, 1, None, units))
-    outputs = tf.transpose(y[:, 0], (1, 0, 2))
-    final = [tf.ensure_shape(r, (1, None, units))[0] for r in results[1:]]
+    outputs = tf.transpose(y[:, 0, :rows], (1, 0, 2))
+    final = [tf.ensure_shape(r, (1, None, units))[0, :rows] for r in results[1:]]
     last = final[0]
     if mask is not None:
         # outputs with a zero step first: index k is the k-th unmasked step's output

@@ -8,7 +8,8 @@ tensorflow-text ops, loads a version directory with the SavedModel loader
 never imports Python code of the model's author.
 
 Usage: ``python stock_server.py REQUEST.json``, where the request is a list of
-``{"directory", "inputs", "outputs"}`` (``inputs`` an ``.npz`` by input name,
+``{"artifact", "inputs", "outputs"}`` (``artifact`` a version directory,
+``inputs`` an ``.npz`` by input name,
 ``outputs`` the ``.npz`` to write by output name; strings as bytes). A job
 whose signature raises writes ``{"error": message}`` as JSON to
 ``outputs + ".error"`` instead; a crash of this process fails the caller.
@@ -44,7 +45,7 @@ for job in json.load(open(sys.argv[1], encoding="utf-8")):
     with np.load(job["inputs"]) as loaded:
         inputs = dict(loaded)
     try:
-        outputs = serve(job["directory"], inputs)
+        outputs = serve(job["artifact"], inputs)
     except tf.errors.OpError as error:
         with open(job["outputs"] + ".error", "w", encoding="utf-8") as file:
             json.dump({"error": " ".join(error.message.split())[:2000]}, file)
