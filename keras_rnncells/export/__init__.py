@@ -8,14 +8,22 @@ from keras_rnncells.export.saved_model import (
     write_saved_model,
     write_saved_models,
 )
-from keras_rnncells.export.servable import Servable, recurrent_layer_servable, traced
+from keras_rnncells.export.servable import (
+    Servable,
+    model_servable,
+    recurrent_layer_servable,
+    servable_from_model,
+    traced,
+)
 
 __all__ = [
     "Servable",
     "load_and_run",
+    "model_servable",
     "onnx_path",
     "predict_request",
     "recurrent_layer_servable",
+    "servable_from_model",
     "traced",
     "verify_manifest",
     "write_manifest",

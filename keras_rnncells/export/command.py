@@ -1,39 +1,60 @@
-"""``rnncells export``: a run directory's model to serving artifacts.
+"""``rnncells export``: a trained model to serving artifacts.
+
+The model is a run directory written by ``rnncells train`` (its
+``model.keras``) or any ``.keras`` file: an application model is served
+through its application (``keras_rnncells.apps.servable_for``: text in and
+out), every other model through ``keras_rnncells.export.servable_from_model``
+(the model's own inputs and outputs, named after ``model.name``).
 
 ``EXPORT_DIR/<model>/<version>/`` holds the SavedModel (TF Serving's layout,
 ``serving_default`` on strings where the application reads text) and
 ``EXPORT_DIR/onnx/<model>/<version>/model.onnx`` the ONNX model (token ids or
 numbers in); each directory has its ``manifest.json``. Both are checked at
 export time: the SavedModel in a fresh process, the ONNX model in onnxruntime.
+A version is published with every requested format or not at all: each
+format is written into a hidden directory, every check runs, and only then
+are the version directories renamed into place (`export_servable`).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-import shutil
-import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import keras
 
-from keras_rnncells.export.onnx import onnx_path, write_onnx
-from keras_rnncells.export.saved_model import publish, write_saved_model
-from keras_rnncells.export.servable import Servable
+from keras_rnncells.checks import check_float
+from keras_rnncells.export import onnx, saved_model
+from keras_rnncells.export.onnx import MODEL_FILE, write_onnx
+from keras_rnncells.export.saved_model import (
+    Staging,
+    check_version,
+    stage_saved_models,
+    version_directory,
+)
+from keras_rnncells.export.servable import Servable, as_servable
 
 FORMATS = ("savedmodel", "onnx")
-# The modules defining the application models, imported before a model.keras
+TOLERANCES = {"savedmodel": saved_model.TOLERANCE, "onnx": onnx.TOLERANCE}
+MODEL_FILE_NAME = "model.keras"  # what `rnncells train` writes into a run directory
+# The modules defining the application models, imported before a .keras file
 # is loaded so that Keras finds their (registered) classes.
 APP_MODULES = ("color_namer", "name_to_color", "sentiment", "seq2seq")
 
 
 def parse_formats(text: str) -> tuple[str, ...]:
+    """``--format``: comma-separated formats."""
     formats = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown or not formats:
+    return check_formats("format", formats, text)
+
+
+def check_formats(name: str, formats: tuple[str, ...], received: object) -> tuple[str, ...]:
+    """``formats`` if it names one or more of `FORMATS` and nothing else."""
+    if not formats or any(f not in FORMATS for f in formats):
         raise ValueError(
-            f"Argument `format` must be a comma-separated list of {FORMATS}, received: {text!r}"
+            f"Argument `{name}` must name one or more of {FORMATS}, received: {received!r}"
         )
     return formats
 
@@ -50,68 +71,82 @@ def next_version(*model_directories: Path) -> int:
     return max(versions, default=0) + 1
 
 
-def load_run_model(run_dir: str | os.PathLike) -> Any:
-    """``RUN_DIR/model.keras``, loaded with Keras' ``safe_mode`` (no code from the file)."""
-    path = Path(os.path.abspath(run_dir)) / "model.keras"
-    if not path.is_file():
-        raise ValueError(
-            f"Argument `run_dir`: {path} does not exist; expected a directory written by "
-            "`rnncells train`"
-        )
+def read_model(path: str | os.PathLike) -> keras.Model:
+    """The model of ``path``, a run directory (its ``model.keras``) or a
+    ``.keras`` file, loaded with Keras' ``safe_mode`` (no code from the file)."""
+    path = Path(os.path.abspath(path))
+    if path.is_dir():
+        path = path / MODEL_FILE_NAME
+        if not path.is_file():
+            raise ValueError(
+                f"Argument `model`: {path} does not exist; expected a run directory written "
+                "by `rnncells train`, or a .keras file"
+            )
+    elif path.suffix != ".keras" or not path.is_file():
+        raise ValueError(f"Argument `model`: {path} is neither a run directory nor a .keras file")
     for name in APP_MODULES:
         importlib.import_module(f"keras_rnncells.apps.{name}")
-    return keras.saving.load_model(path, safe_mode=True)
+    try:
+        return keras.saving.load_model(path, safe_mode=True)
+    except (TypeError, ValueError) as error:  # unknown classes, code refused by safe_mode
+        reason = " ".join(str(error).split())
+        raise ValueError(f"Argument `model`: {path} does not load: {reason}") from None
 
 
 def export_servable(
-    servable: Servable,
+    servable: Servable | keras.Model,
     export_dir: str | os.PathLike,
     version: int | None = None,
     formats: tuple[str, ...] = FORMATS,
     overwrite: bool = False,
+    tolerances: Mapping[str, float] | None = None,
 ) -> dict[str, Path]:
-    """Writes and checks each format; returns the artifact paths by format.
-    Both formats get the same version number."""
+    """Writes and checks each format of ``servable`` (a `Servable` or any
+    Keras model, see `as_servable`) under ``export_dir``; returns the artifact
+    paths by format (the SavedModel's version directory, the ONNX file).
+
+    Every format gets the same version (``None``: one more than the largest of
+    either). All formats are staged in hidden directories and checked before
+    any is published: a failed check leaves ``export_dir`` as it was.
+    ``tolerances``: the largest absolute float error allowed per format
+    (default `TOLERANCES`)."""
+    check_version(version)
+    check_formats("formats", formats, formats)
+    tolerances = {**TOLERANCES, **(tolerances or {})}
+    if set(tolerances) != set(FORMATS):
+        raise ValueError(
+            f"Argument `tolerances` must have keys among {FORMATS}, got {sorted(tolerances)}"
+        )
+    for fmt, tolerance in tolerances.items():
+        check_float(f"tolerances[{fmt!r}]", tolerance, "(0, inf)")
+    servable = as_servable("servable", servable)
     export_dir = Path(os.path.abspath(export_dir))
+    models = {"savedmodel": export_dir / servable.name, "onnx": export_dir / "onnx" / servable.name}
     if version is None:
-        version = next_version(export_dir / servable.name, export_dir / "onnx" / servable.name)
+        version = next_version(*models.values())
+    targets = {fmt: version_directory(models[fmt], version, overwrite) for fmt in formats}
     paths: dict[str, Path] = {}
-    if "savedmodel" in formats:
-        paths["savedmodel"] = write_saved_model(servable, export_dir, version, overwrite)
-    if "onnx" in formats:
-        path = onnx_path(export_dir, servable.name, version)
-        if path.exists() and not overwrite:
-            raise ValueError(
-                f"Argument `version`: {path} exists; pass overwrite=True (--overwrite) "
-                "to replace it"
+    with Staging() as staging:
+        if "savedmodel" in targets:
+            stage_saved_models(
+                [servable], [targets["savedmodel"]], staging, tolerance=tolerances["savedmodel"]
             )
-        write_onnx_version(servable, path, version)
-        paths["onnx"] = path
+            paths["savedmodel"] = targets["savedmodel"]
+        if "onnx" in targets:
+            staged = staging.directory(targets["onnx"])
+            write_onnx(servable, staged / MODEL_FILE, version=version, tolerance=tolerances["onnx"])
+            paths["onnx"] = targets["onnx"] / MODEL_FILE
+        staging.publish()
     return paths
 
 
-def write_onnx_version(servable: Servable, path: Path, version: int) -> None:
-    """`write_onnx` into a hidden sibling of the version directory, renamed into
-    place once complete (as the SavedModel is): a kill leaves no partial version."""
-    path.parent.parent.mkdir(parents=True, exist_ok=True)
-    staged = Path(tempfile.mkdtemp(prefix=f".{path.parent.name}.", dir=path.parent.parent))
-    try:
-        write_onnx(servable, staged / path.name, version=version)
-        publish(staged, path.parent)
-    finally:
-        shutil.rmtree(staged, ignore_errors=True)  # left only on failure
-
-
 def export_run(
-    run_dir: str | os.PathLike,
+    model: str | os.PathLike,
     export_dir: str | os.PathLike,
     version: int | None = None,
     formats: tuple[str, ...] = FORMATS,
     overwrite: bool = False,
 ) -> dict[str, Path]:
-    """The model of ``run_dir`` as serving artifacts under ``export_dir``."""
-    from keras_rnncells.apps import servable_for
-
-    return export_servable(
-        servable_for(load_run_model(run_dir)), export_dir, version, formats, overwrite
-    )
+    """The model of ``model`` (a run directory or a ``.keras`` file) as
+    serving artifacts under ``export_dir`` (see `export_servable`)."""
+    return export_servable(read_model(model), export_dir, version, formats, overwrite)

@@ -9,15 +9,30 @@ The model is traced afresh for ONNX under ``onnx_tracing`` (onnx_rnn.py):
 GRU, LSTM and SimpleRNN layers become ONNX's GRU/LSTM/RNN nodes, every other
 cell Keras' while loop (an ONNX ``Loop``); the manifest's
 ``recurrent_layers`` says which layer became what, and why.
+
+``write_onnx`` takes an application's `Servable` or any Keras model
+(`keras_rnncells.export.servable_from_model`).
+
+tf2onnx's Python API (``tf2onnx.convert.from_function``, which Keras'
+``model.export(format="onnx")`` calls too) converts with
+``continue_on_error=True``: a node it fails to convert is logged, and the
+model is written anyway, one onnxruntime refuses to load. Conversion here runs
+under `tf2onnx_errors_raise`, which turns such an error into a ``ValueError``
+before anything is written; wrap Keras' ``model.export(..., format="onnx")``
+in it for the same.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -25,16 +40,52 @@ from keras_rnncells.checks import check_float
 from keras_rnncells.export.manifest import tensor_spec, write_manifest
 from keras_rnncells.export.onnx_rnn import native_op_handlers, onnx_tracing
 from keras_rnncells.export.onnx_text import STRING_MODEL_FILE, write_string_model
-from keras_rnncells.export.servable import Servable, check_servable
+from keras_rnncells.export.servable import Servable, as_servable
 from keras_rnncells.training import write_atomically
 
 MIN_OPSET = 17
+TOLERANCE = 1e-4  # float outputs, onnxruntime vs TensorFlow
 MODEL_FILE = "model.onnx"
 
 
 def onnx_path(export_dir: str | os.PathLike, name: str, version: int) -> Path:
     """Where ``write_onnx`` puts model ``name``, version ``version``."""
     return Path(export_dir) / "onnx" / name / str(version) / MODEL_FILE
+
+
+class RaiseOnError(logging.Handler):
+    """A logging handler raising ``ValueError`` on each error record."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage().splitlines()[0]
+        if record.exc_info and record.exc_info[1] is not None:
+            message = f"{message}: {record.exc_info[1]!r}"
+        raise ValueError(
+            f"tf2onnx failed to convert the model ({message}); it would have written an "
+            "ONNX model that onnxruntime refuses"
+        )
+
+
+@contextlib.contextmanager
+def tf2onnx_errors_raise() -> Iterator[None]:
+    """Within this context an error tf2onnx logs while converting (a node it
+    could not convert, unsupported ops) raises ``ValueError`` at once, before
+    tf2onnx writes anything. For Keras' own export::
+
+        with tf2onnx_errors_raise():
+            model.export("model.onnx", format="onnx")
+    """
+    logger = logging.getLogger("tf2onnx")
+    handler = RaiseOnError(logging.ERROR)
+    level = logger.level
+    logger.addHandler(handler)
+    if logger.getEffectiveLevel() > logging.ERROR:  # errors silenced: still raise
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def convert(function: Any, opset: int = MIN_OPSET) -> tuple[Any, list[dict[str, str]]]:
@@ -58,9 +109,10 @@ def convert(function: Any, opset: int = MIN_OPSET) -> tuple[Any, list[dict[str, 
             "Argument `servable` must give a function returning a flat dict of named "
             f"tensors for ONNX, received outputs {outputs!r}"
         )
-    model, _ = tf2onnx.convert.from_function(
-        fresh, input_signature=signature, opset=opset, custom_op_handlers=native_op_handlers()
-    )
+    with tf2onnx_errors_raise():
+        model, _ = tf2onnx.convert.from_function(
+            fresh, input_signature=signature, opset=opset, custom_op_handlers=native_op_handlers()
+        )
     return model, layers
 
 
@@ -110,16 +162,18 @@ def write_vocabulary(path: Path, tokens: list[str]) -> None:
 
 
 def write_onnx(
-    servable: Servable,
+    servable: Servable | keras.Model,
     path: str | os.PathLike,
     opset: int = MIN_OPSET,
     check: bool = True,
-    tolerance: float = 1e-4,
+    tolerance: float = TOLERANCE,
     version: int | None = None,
     string_input: bool = True,
 ) -> dict[str, Any]:
     """Converts ``servable.onnx()`` with tf2onnx and writes it to ``path``
     (atomically), with ``manifest.json`` and the vocabulary files next to it.
+    ``servable``: a `Servable`, or any Keras model (its inputs and outputs
+    named as `keras_rnncells.export.servable_from_model` names them).
 
     With ``check`` the model first runs in onnxruntime on the servable's
     examples; the largest absolute difference from TensorFlow per output is
@@ -130,13 +184,13 @@ def write_onnx(
     ``model_text.onnx`` on strings (`keras_rnncells.export.onnx_text`),
     checked the same way, described under ``string_input`` in the manifest.
     """
-    check_servable("servable", servable)
     path = Path(path)
     if path.suffix != ".onnx":
         raise ValueError(f"Argument `path` must name a .onnx file, received: {str(path)!r}")
     check_float("tolerance", tolerance, "(0, inf)")
     if isinstance(opset, bool) or not isinstance(opset, int) or opset < MIN_OPSET:
         raise ValueError(f"Argument `opset` must be an integer >= {MIN_OPSET}, received: {opset!r}")
+    servable = as_servable("servable", servable)
     function, examples = servable.onnx()
     model, layers = convert(function, opset)
     errors = parity(model, function, examples) if check else {}

@@ -1,6 +1,8 @@
 """SavedModel export in TF Serving's layout, checked in a fresh process.
 
-``write_saved_model(servable, export_root)`` writes ``export_root/<name>/<version>/``::
+``write_saved_model(servable_or_model, export_root)`` writes
+``export_root/<name>/<version>/`` (``name``: the servable's, or a Keras model's
+``model.name``; see ``keras_rnncells.export.servable_from_model``)::
 
     saved_model.pb, variables/       tf.saved_model.save of servable.module (and the
                                      variables servable.serve reads, `serving_root`),
@@ -14,7 +16,9 @@ version directory and looks into ``assets.extra/`` for
 ``tf_serving_warmup_requests`` only, so ``manifest.json`` sits next to them.
 It also treats only numeric directory names as versions, and loads a version
 as soon as the directory appears: the export is built and checked in a
-hidden sibling directory (``.<version>.*``) and renamed into place once done.
+hidden sibling directory (``.<version>.*``, `Staging`) and renamed into place
+once every check of the export passed; a failed check leaves the export root
+as it was (no version, no new directory).
 
 Before that rename, the graph is scanned for cuDNN-only ops (a model traced on
 a GPU's cuDNN path would not serve on a CPU), and the SavedModel is run in a
@@ -34,8 +38,10 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
+import keras
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
@@ -45,13 +51,15 @@ from keras_rnncells.export import check as checker
 from keras_rnncells.export.check import SIGNATURE, load_and_run
 from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.manifest import tensor_spec, write_manifest
-from keras_rnncells.export.servable import Servable, check_servable
+from keras_rnncells.export.servable import Servable, as_servable
 from keras_rnncells.layers.rnn import portable
 from keras_rnncells.training import current_umask
 
 VOCABULARY_DIRECTORY = "assets.extra"
+TOLERANCE = 1e-5  # float outputs, reloaded SavedModel vs the exporting process
 
 __all__ = [
+    "Staging",
     "cudnn_ops",
     "load_and_run",
     "predict_request",
@@ -61,15 +69,20 @@ __all__ = [
 
 
 def write_saved_model(
-    servable: Servable,
+    servable: Servable | keras.Model,
     export_root: str | os.PathLike,
     version: int | None = None,
     overwrite: bool = False,
     check: bool = True,
-    tolerance: float = 1e-5,
+    tolerance: float = TOLERANCE,
 ) -> Path:
-    """Exports ``servable`` to ``export_root/<servable.name>/<version>/`` and
-    returns that directory.
+    """Exports ``servable`` to ``export_root/<name>/<version>/`` and returns
+    that directory.
+
+    ``servable``: a `Servable`, or any Keras model (Sequential, functional,
+    subclassed), whose `Servable` `keras_rnncells.export.model_servable` makes,
+    named ``model.name`` (for another name or an explicit input signature,
+    pass ``servable_from_model(model, name, input_signature)``).
 
     ``version``: a positive integer, or ``None`` for one more than the largest
     version there (1 for the first). An existing version is replaced only with
@@ -79,39 +92,54 @@ def write_saved_model(
 
 
 def write_saved_models(
-    servables: Sequence[Servable],
+    servables: Sequence[Servable | keras.Model],
     export_root: str | os.PathLike,
     version: int | None = None,
     overwrite: bool = False,
     check: bool = True,
-    tolerance: float = 1e-5,
+    tolerance: float = TOLERANCE,
 ) -> list[Path]:
-    """``write_saved_model`` for several servables (distinct names), checked
-    in one fresh process (importing TensorFlow there takes seconds)."""
-    if version is not None and (
-        isinstance(version, bool) or not isinstance(version, int) or version < 1
-    ):
-        raise ValueError(f"Argument `version` must be a positive integer or None, got {version!r}")
-    for index, servable in enumerate(servables):
-        check_servable(f"servables[{index}]", servable)
+    """``write_saved_model`` for several servables or models (distinct
+    names), checked in one fresh process (importing TensorFlow there takes
+    seconds) and published once all passed, or none of them."""
+    check_version(version)
+    servables = [as_servable(f"servables[{i}]", servable) for i, servable in enumerate(servables)]
     check_float("tolerance", tolerance, "(0, inf)")
     names = [servable.name for servable in servables]
     if len(set(names)) != len(names):
         raise ValueError(f"Argument `servables` must have distinct names, got {names}")
     export_root = Path(os.path.abspath(export_root))  # the fresh process runs elsewhere
     targets = [version_directory(export_root / name, version, overwrite) for name in names]
-    staged: list[Path] = []
-    try:
-        for servable, target in zip(servables, targets):
-            staged.append(stage(servable, target))
-        parities = fresh_parities(servables, staged, tolerance) if check else [{}] * len(staged)
-        for servable, directory, target, parity in zip(servables, staged, targets, parities):
-            write_servable_manifest(servable, directory, int(target.name), parity)
-            publish(directory, target)
-    finally:
-        for directory in staged:
-            shutil.rmtree(directory, ignore_errors=True)  # left only on failure
+    with Staging() as staging:
+        stage_saved_models(servables, targets, staging, check, tolerance)
+        staging.publish()
     return targets
+
+
+def check_version(version: Any) -> int | None:
+    """``version`` if it is a positive integer or ``None``."""
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or version < 1
+    ):
+        raise ValueError(f"Argument `version` must be a positive integer or None, got {version!r}")
+    return version
+
+
+def stage_saved_models(
+    servables: Sequence[Servable],
+    targets: Sequence[Path],
+    staging: Staging,
+    check: bool = True,
+    tolerance: float = TOLERANCE,
+) -> None:
+    """Each servable's SavedModel staged for its target version directory,
+    checked in one fresh process (with ``check``) and given its manifest."""
+    staged = [
+        stage(servable, staging.directory(target)) for servable, target in zip(servables, targets)
+    ]
+    parities = fresh_parities(servables, staged, tolerance) if check else [{}] * len(staged)
+    for servable, directory, target, parity in zip(servables, staged, targets, parities):
+        write_servable_manifest(servable, directory, int(target.name), parity)
 
 
 def version_directory(model_directory: Path, version: int | None, overwrite: bool) -> Path:
@@ -131,19 +159,9 @@ def version_directory(model_directory: Path, version: int | None, overwrite: boo
     return model_directory / str(version)
 
 
-def stage(servable: Servable, target: Path) -> Path:
-    """The SavedModel and vocabulary files in a hidden sibling of ``target``."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    directory = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        write_staged(servable, directory)
-    except BaseException:
-        shutil.rmtree(directory, ignore_errors=True)
-        raise
-    return directory
-
-
-def write_staged(servable: Servable, directory: Path) -> None:
+def stage(servable: Servable, directory: Path) -> Path:
+    """The SavedModel and vocabulary files of ``servable`` in ``directory``
+    (empty: a `Staging` directory); returns ``directory``."""
     with portable():
         tf.saved_model.save(
             serving_root(servable), os.fspath(directory), signatures={SIGNATURE: servable.serve}
@@ -158,6 +176,7 @@ def write_staged(servable: Servable, directory: Path) -> None:
         path = directory / VOCABULARY_DIRECTORY / name
         path.parent.mkdir(exist_ok=True)
         path.write_text("".join(f"{token}\n" for token in tokens), encoding="utf-8")
+    return directory
 
 
 def serving_root(servable: Servable) -> tf.Module:
@@ -171,6 +190,60 @@ def serving_root(servable: Servable) -> tf.Module:
     root.module = servable.module
     root.serving_variables = list(servable.serve.get_concrete_function().variables)
     return root
+
+
+class Staging:
+    """Version directories built in hidden siblings of their targets and
+    published together: ``with Staging() as staging``, ``staging.directory(target)``
+    for each artifact, every check, then ``staging.publish()``. Leaving the
+    block without publishing (a failed check, an exception) deletes the staged
+    directories and every directory ``directory`` created for them, so the
+    export root is left as it was.
+
+    ``publish`` renames the staged directories onto their targets one after
+    the other, once everything was written and checked: an export killed
+    during those renames may have published only some of its artifacts."""
+
+    def __init__(self) -> None:
+        self.staged: list[tuple[Path, Path]] = []  # (hidden directory, target)
+        self.created: list[Path] = []  # the parent directories made for them
+
+    def directory(self, target: Path) -> Path:
+        """A new empty hidden sibling of ``target`` (``.<name>.*``), its parent
+        directories created where missing."""
+        target = Path(os.path.abspath(target))
+        parents = [target.parent, *target.parent.parents]
+        self.created.extend(parent for parent in parents if not parent.exists())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        directory = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        self.staged.append((directory, target))
+        return directory
+
+    def publish(self) -> None:
+        """Renames every staged directory onto its target (`publish`)."""
+        while self.staged:
+            publish(*self.staged[0])
+            self.staged.pop(0)
+        self.created.clear()
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        for directory, _ in self.staged:
+            shutil.rmtree(directory, ignore_errors=True)
+        self.staged.clear()
+        for parent in sorted(set(self.created), key=lambda p: len(p.parts), reverse=True):
+            try:  # kept where something else is in it
+                parent.rmdir()
+            except OSError:
+                pass
+        self.created.clear()
 
 
 def publish(directory: Path, target: Path) -> None:

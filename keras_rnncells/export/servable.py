@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,7 +12,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_rnncells.cells.registry import get_cell
+from keras_rnncells.cells.registry import get_cell, list_cells
 from keras_rnncells.layers.rnn import RNN, portable
 
 
@@ -54,12 +55,15 @@ class Servable:
         return self.onnx_function, self.onnx_examples
 
 
-def check_servable(name: str, servable: Any) -> Servable:
-    """``servable`` if it is a `Servable`, else a ``ValueError`` naming ``name``."""
+def as_servable(name: str, servable: Any) -> Servable:
+    """``servable`` if it is a `Servable`, a ``keras.Model`` as its `Servable`
+    (`model_servable`), else a ``ValueError`` naming the argument ``name``."""
+    if isinstance(servable, keras.Model):
+        return model_servable(servable)
     if not isinstance(servable, Servable):
         raise ValueError(
-            f"Argument `{name}` must be a keras_rnncells.export.Servable "
-            f"(from keras_rnncells.apps.servable_for), received: {servable!r}"
+            f"Argument `{name}` must be a keras_rnncells.export.Servable or a built "
+            f"keras.Model, received: {servable!r}"
         )
     return servable
 
@@ -113,3 +117,208 @@ def recurrent_layer_servable(
     keras.utils.set_random_seed(seed)
     layer = RNN(get_cell(cell)(units), return_sequences=True, **layer_kwargs)
     return layer_servable(layer, f"rnn-{cell}", input_dim, cell, seed)
+
+
+# -- any Keras model -------------------------------------------------------------
+
+# Names Keras gives unnamed inputs (``keras.Input(shape)``): not worth serving under.
+AUTOMATIC_INPUT_NAME = re.compile(r"keras_tensor(_\d+)?")
+EXAMPLE_BATCH, EXAMPLE_STEPS = 2, 5  # the examples' size where the signature has None
+EXAMPLE_TEXTS = ("a short text", "light greenish blue")
+
+
+def model_servable(model: keras.Model, name: str | None = None) -> Servable:
+    """The `Servable` of any built Keras model: an application model (as
+    ``rnncells train`` writes it) through ``keras_rnncells.apps.servable_for``
+    (text in and out), every other model through `servable_from_model`."""
+    from keras_rnncells.apps import servable_for
+    from keras_rnncells.apps.base import TokenizerModel
+    from keras_rnncells.seq2seq.text import TextSeq2Seq
+
+    if isinstance(model, (TokenizerModel, TextSeq2Seq)):
+        servable = servable_for(model)
+        servable.name = servable.name if name is None else check_model_name(name)
+        return servable
+    return servable_from_model(model, name)
+
+
+def servable_from_model(
+    model: keras.Model,
+    name: str | None = None,
+    input_signature: Any = None,
+    seed: int = 0,
+) -> Servable:
+    """A `Servable` serving ``model(..., training=False)``: any Keras model
+    (Sequential, functional, subclassed) with any layers, ours or Keras'.
+
+    * Inputs: ``input_signature`` where given, else the model's inputs as
+      Keras' ``model.export`` derives them (a subclassed model: the shapes of
+      its first call, in ``model.input_dtype``). ``input_signature`` is what
+      ``model.export`` takes: a list with one entry per positional argument of
+      ``model.call``, each a ``tf.TensorSpec``, ``keras.InputSpec`` or
+      ``keras.KerasTensor``, or a list or dict of them. The batch dimension
+      is always ``None``. Each input is named by its dict key, else by its
+      spec's name (``keras.Input(..., name=...)``), else ``inputs`` (or
+      ``inputs_<i>`` for several).
+    * Outputs: a dict output keeps its keys; other outputs are named
+      ``output_0``, ``output_1``, ... (as Keras' ``model.export`` names them).
+    * ``name``: the model's name in the export layout, default ``model.name``.
+    * Examples (for the parity checks), drawn with ``seed``: ``(2, 5, ...)``
+      where the signature has ``None``; floats ~ N(0, 1); integers are ids in
+      ``[1, n)`` for the smallest ``Embedding`` input size ``n`` of the model
+      (2 without one), booleans true, both with the last two steps of the
+      second row set to 0 / false (right padding, as masks expect).
+    """
+    if not isinstance(model, keras.Model):
+        raise ValueError(f"Argument `model` must be a keras.Model, received: {model!r}")
+    name = check_model_name(model.name if name is None else name)
+    arguments = model_signature(model, input_signature)
+    paths_and_specs = keras.tree.flatten_with_path(arguments)
+    specs = input_names([path for path, _ in paths_and_specs], [s for _, s in paths_and_specs])
+    examples = model_examples(model, specs, seed)
+    names = list(specs)
+
+    def run(**inputs):
+        tensors = [inputs[key] for key in names]
+        outputs = model(*keras.tree.pack_sequence_as(arguments, tensors), training=False)
+        if isinstance(outputs, dict):
+            return dict(outputs)
+        return {f"output_{i}": tensor for i, tensor in enumerate(keras.tree.flatten(outputs))}
+
+    if not model.built:  # an input_signature given for a model never called
+        run(**{key: tf.constant(value) for key, value in examples.items()})
+    module = tf.Module()
+    module.model = model
+    return Servable(
+        name=name,
+        cell=model_cells(model),
+        module=module,
+        serve=traced(run, specs),
+        examples=examples,
+    )
+
+
+def check_model_name(name: Any) -> str:
+    """``name`` if it can name a directory of the export layout."""
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ValueError(
+            "Argument `name` must be letters, digits, '.', '_' or '-' (a directory name), "
+            f"received: {name!r}"
+        )
+    return name
+
+
+def model_signature(model: keras.Model, input_signature: Any) -> list:
+    """The positional arguments of ``model.call`` as a structure of
+    ``tf.TensorSpec`` (batch dimension ``None``)."""
+    from keras.src.export.export_utils import get_input_signature  # no public name
+
+    if input_signature is None:
+        if not model.built or not (
+            getattr(model, "inputs", None) or getattr(model, "_build_shapes_dict", None)
+        ):
+            raise ValueError(
+                f"Argument `model` ({model.name!r}) has no known inputs: call it on a batch "
+                "or build it first, or pass `input_signature`"
+            )
+        input_signature = get_input_signature(model)
+    if not isinstance(input_signature, (list, tuple)) or not input_signature:
+        raise ValueError(
+            "Argument `input_signature` must be a non-empty list with one spec (or list or "
+            f"dict of specs) per positional argument of model.call, received: {input_signature!r}"
+        )
+    return keras.tree.map_structure(tensor_spec_of, list(input_signature))
+
+
+def tensor_spec_of(spec: Any) -> tf.TensorSpec:
+    """A ``tf.TensorSpec``, ``keras.InputSpec`` or ``keras.KerasTensor`` as a
+    ``tf.TensorSpec`` with a ``None`` batch dimension."""
+    shape = getattr(spec, "shape", None)
+    dtype = getattr(spec, "dtype", None)
+    if not isinstance(spec, (tf.TensorSpec, keras.InputSpec, keras.KerasTensor)) or None in (
+        shape,
+        dtype,
+    ):
+        raise ValueError(
+            "Argument `input_signature` must hold tf.TensorSpec, keras.InputSpec or "
+            f"keras.KerasTensor with a shape and dtype, received: {spec!r}"
+        )
+    shape = tf.TensorShape(shape).as_list()
+    if not shape:
+        raise ValueError(
+            f"Argument `input_signature`: {spec!r} has no batch dimension (a scalar input)"
+        )
+    return tf.TensorSpec([None, *shape[1:]], tf.as_dtype(dtype), getattr(spec, "name", None))
+
+
+def input_names(paths: list[tuple], specs: list[tf.TensorSpec]) -> dict[str, tf.TensorSpec]:
+    """The flat inputs by serving name: the innermost dict key of each path,
+    else the spec's own name (unless Keras made it up), else ``inputs``."""
+    named: dict[str, tf.TensorSpec] = {}
+    for index, (path, spec) in enumerate(zip(paths, specs)):
+        keys = [key for key in path if isinstance(key, str)]
+        given = spec.name if spec.name and not AUTOMATIC_INPUT_NAME.fullmatch(spec.name) else None
+        default = "inputs" if len(specs) == 1 else f"inputs_{index}"
+        key = re.sub(r"[^A-Za-z0-9_.-]", "_", keys[-1] if keys else given or default)
+        key = key if re.match(r"[A-Za-z0-9.]", key) else f"input{key}"
+        if key in named:
+            raise ValueError(
+                f"Argument `input_signature`: two inputs are named {key!r}; name them apart "
+                "(keras.Input(..., name=...) or dict keys)"
+            )
+        named[key] = spec
+    return named
+
+
+def model_examples(
+    model: keras.Model, specs: dict[str, tf.TensorSpec], seed: int
+) -> dict[str, np.ndarray]:
+    """A batch of valid inputs for ``specs`` (see `servable_from_model`)."""
+    rng = np.random.default_rng(seed)
+    embeddings = [
+        layer.input_dim
+        for layer in model._flatten_layers()
+        if isinstance(layer, keras.layers.Embedding)
+    ]
+    ids = min(embeddings, default=2)
+    examples = {}
+    for key, spec in specs.items():
+        shape = [EXAMPLE_BATCH, *(EXAMPLE_STEPS if d is None else d for d in spec.shape[1:])]
+        dtype = spec.dtype
+        if dtype.is_floating:
+            value = rng.normal(size=shape).astype(dtype.as_numpy_dtype)
+        elif dtype.is_integer:
+            value = rng.integers(min(1, ids - 1), max(ids, 1), size=shape)
+            value = right_padded(value.astype(dtype.as_numpy_dtype), 0)
+        elif dtype == tf.bool:
+            value = right_padded(np.ones(shape, bool), False)
+        elif dtype == tf.string:
+            value = np.resize(np.array(EXAMPLE_TEXTS, object), shape)
+        else:
+            raise ValueError(
+                f"Argument `model`: input {key!r} is {dtype.name}; examples are made for "
+                "float, integer, bool and string inputs only"
+            )
+        examples[key] = value
+    return examples
+
+
+def right_padded(value: np.ndarray, padding: Any) -> np.ndarray:
+    """``value`` with the last two steps of its second row set to ``padding``."""
+    if value.ndim >= 2 and value.shape[0] >= 2 and value.shape[1] >= 3:
+        value[1, -2:] = padding
+    return value
+
+
+def model_cells(model: keras.Model) -> str | None:
+    """The registered names of the cells in ``model``'s recurrent layers
+    (comma-separated, sorted), or ``None`` without any."""
+    names = {get_cell(name): name for name in list_cells()}
+    found = set()
+    for layer in model._flatten_layers():
+        cell = getattr(layer, "cell", None)
+        while cell is not None and type(cell) not in names:
+            cell = getattr(cell, "cell", None)  # wrappers (dropout, zoneout)
+        if cell is not None:
+            found.add(names[type(cell)])
+    return ",".join(sorted(found)) or None
