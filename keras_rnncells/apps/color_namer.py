@@ -28,6 +28,7 @@ from keras_rnncells.apps.colors import (
     ColorSettings,
     check_rgb,
     color_features,
+    finite_or_failing,
     fit_run,
     normalized_weights,
     run_splits,
@@ -127,10 +128,11 @@ def color_namer_servable(model: ColorNamer, name: str = "color-namer") -> Servab
     """Serving: ``{"rgb": float32 (B, 3)}`` -> ``{"names": string (B,),
     "scores": float32 (B,)}``, beam search of width 3 in the graph, scores the
     names' log-probabilities. Colors are clipped to [0, 1]; NaN or infinity
-    fails the request with ``InvalidArgument``. ONNX (no string ops, no
-    check op): the same input -> ``{"tokens": int32 (B, L), "scores"}``, word
-    ids of the vocabulary shipped with it, rows ended by 3 (``[END]``) and
-    padded with 0; colors clipped, not checked for NaN."""
+    fails the request with ``InvalidArgument``. ONNX (no string ops): the
+    same input -> ``{"tokens": int32 (B, L), "scores"}``, word ids of the
+    vocabulary shipped with it, rows ended by 3 (``[END]``) and padded with 0;
+    colors clipped, and NaN or infinity fails the request there too (an
+    out-of-range Gather named ``rgb_must_be_finite``: `finite_or_failing`)."""
     module = tf.Module()
     module.model = model
 
@@ -139,6 +141,7 @@ def color_namer_servable(model: ColorNamer, name: str = "color-namer") -> Servab
         return {"names": names, "scores": scores}
 
     def to_tokens(rgb):
+        rgb = finite_or_failing(rgb, "rgb_must_be_finite")
         tokens, scores = model.generate(rgb, SERVING_BEAM_WIDTH, check_finite=False)
         return {"tokens": tokens[:, 0], "scores": scores[:, 0]}
 

@@ -130,6 +130,15 @@ def check_rgb(rgb, check_finite: bool = True) -> tf.Tensor:
     return tf.clip_by_value(rgb, 0.0, 1.0)
 
 
+def finite_or_failing(values: tf.Tensor, name: str) -> tf.Tensor:
+    """``values``, failing the request on a NaN or infinity in a way that also
+    converts to ONNX, which has no assertion op: the check gathers index 1 of a
+    one-element tensor, out of range in TensorFlow and in onnxruntime alike,
+    from an op named ``name`` (which onnxruntime's error message names)."""
+    failing = tf.cast(tf.reduce_any(tf.logical_not(tf.math.is_finite(values))), tf.int32)
+    return values + tf.gather(tf.zeros((1,), values.dtype), failing[None], name=name)
+
+
 FEATURES = 13
 
 

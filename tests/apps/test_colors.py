@@ -136,3 +136,37 @@ def test_name_to_color_saves_and_serves(name_to_color, tmp_path):
     )
     with pytest.raises(ValueError, match="`tokenizer`"):
         NameToColor("not a tokenizer")
+
+
+def test_color_namer_artifacts_both_refuse_nan_and_infinity(
+    tmp_path, serve_like_tf_serving, run_onnx_in_child
+):
+    """The SavedModel (served as TF Serving serves it) and the ONNX model (in
+    onnxruntime, no TensorFlow) fail a NaN or infinite color alike, and agree
+    on finite ones, an empty batch included."""
+    from keras_rnncells.export import write_onnx, write_saved_model
+
+    keras.utils.set_random_seed(0)
+    words = WordTokenizer.from_corpus(["light blue", "dark red"], lowercase=True)
+    servable = servable_for(ColorNamer(words, "gru", units=4, embedding_dim=4, max_length=4))
+    saved = write_saved_model(servable, tmp_path / "export", check=False)
+    onnx_file = tmp_path / "onnx" / "model.onnx"
+    write_onnx(servable, onnx_file)
+    batches = {
+        "finite": np.array([[0.9, 0.1, 0.1], [0.5, 0.75, 0.95], [-1.0, 0.5, 2.0]], "float32"),
+        "empty": np.zeros((0, 3), "float32"),
+        "nan": np.array([[0.1, 0.2, 0.3], [np.nan, 0.0, 0.0]], "float32"),
+        "inf": np.array([[np.inf, 0.0, 0.0]], "float32"),
+        "-inf": np.array([[0.2, -np.inf, 0.0]], "float32"),
+    }
+    served = serve_like_tf_serving([(saved, {"rgb": b}) for b in batches.values()], tmp_path / "s")
+    ran = run_onnx_in_child([(onnx_file, {"rgb": b}) for b in batches.values()], tmp_path / "o")
+    for kind, saved_answer, onnx_answer in zip(batches, served, ran):
+        if kind in ("nan", "inf", "-inf"):
+            assert isinstance(saved_answer, str) and "finite" in saved_answer, saved_answer
+            assert isinstance(onnx_answer, str) and "rgb_must_be_finite" in onnx_answer, onnx_answer
+            continue
+        assert isinstance(saved_answer, dict) and isinstance(onnx_answer, dict), kind
+        names = words.detokenize(tf.constant(onnx_answer["tokens"])).numpy()
+        assert list(names) == list(saved_answer["names"]), kind
+        np.testing.assert_allclose(onnx_answer["scores"], saved_answer["scores"], atol=1e-4)
