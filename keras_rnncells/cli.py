@@ -39,6 +39,18 @@ class CommandError(Exception):
     line, naming the argument or path and what to do, and exits with 2."""
 
 
+class CommandExit(SystemExit):
+    """What `main` raises after printing an anticipated error: exit status 2,
+    and the message as ``str()`` for callers of `main`."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def fail(message: str) -> NoReturn:
     """Stops the command with ``message`` (see `CommandError`)."""
     raise CommandError(message)
@@ -48,12 +60,15 @@ def fail(message: str) -> NoReturn:
 class Command:
     """One subcommand: its one-line help, its arguments, what it runs and,
     optionally, the checks of its arguments that need no TensorFlow (run
-    before TensorFlow is imported, so a mistake is told at once)."""
+    before TensorFlow is imported, so a mistake is told at once) and the
+    exceptions that, wherever raised, mean a bad input (``anticipated``: for
+    `export` and `verify`, every ``ValueError`` is about the file given)."""
 
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], None]
     check: Callable[[argparse.Namespace], None] | None = None
+    anticipated: tuple[type[Exception], ...] = ()
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -304,12 +319,7 @@ def compare_run(args: argparse.Namespace) -> None:
 
 # -- rnncells export ----------------------------------------------------------------
 def export_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "run_dir",
-        metavar="MODEL",
-        help="a run directory written by `rnncells train`, or any .keras file (a model "
-        "of the applications serves text; any other model its own inputs, named after it)",
-    )
+    parser.add_argument("run_dir", help="a directory written by `rnncells train`")
     parser.add_argument("--out", default="export", help="export root (default ./export)")
     parser.add_argument(
         "--version", type=positive_int, help="version number (default: one more than the last)"
@@ -379,14 +389,16 @@ COMMANDS: dict[str, Command] = {
         train_check,
     ),
     "export": Command(
-        "export a trained run or .keras model as SavedModel (TF Serving layout) and ONNX, checked",
+        "export a trained run as SavedModel (TF Serving layout) and ONNX, checked",
         export_arguments,
         export_command,
+        anticipated=(ValueError,),
     ),
     "verify": Command(
         "check exported artifacts against the checksums of their manifest.json",
         verify_arguments,
         verify_run,
+        anticipated=(ValueError,),
     ),
     "compare": Command(
         "train several cells (and hidden sizes) on one task, write compare.json, print a table",
@@ -539,16 +551,18 @@ def directories_under(top: Path) -> list[Path]:
     return [Path(root) for root, _, _ in os.walk(top, topdown=False)]
 
 
-def anticipated_message(error: BaseException) -> str | None:
+def anticipated_message(error: Exception, command: Command) -> str | None:
     """The one-line message of an anticipated error, None for any other: a
     `CommandError`; an ``OSError`` naming a file; a ``ValueError`` or
-    ``OSError`` raised by the package (its argument and input checks), worded
-    with the command's flags."""
+    ``OSError`` raised by the package (its argument and input checks) or one
+    of ``command.anticipated``, worded with the command's flags."""
     if isinstance(error, CommandError):
         message = str(error)
     elif isinstance(error, OSError) and error.filename is not None:
         message = f"{error.filename}: {error.strerror or error}"
-    elif isinstance(error, ValueError | OSError) and raised_in_package(error):
+    elif isinstance(error, command.anticipated) or (
+        isinstance(error, ValueError | OSError) and raised_in_package(error)
+    ):
         message = str(error)
         for python, flag in CLI_WORDING.items():
             message = message.replace(python, flag)
@@ -569,9 +583,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what local workers run again
     make_paths_absolute(args)
+    command = args.command_to_run
     try:
         check_out(getattr(args, "out", None))
-        command = args.command_to_run
         if command.check is not None:
             command.check(args)
         with no_new_empty_directories(getattr(args, "out", None)):
@@ -579,12 +593,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             import_tensorflow_quietly()
             command.run(args)
     except KeyboardInterrupt:
-        parser.exit(130, f"rnncells {args.command}: interrupted\n")
+        print(f"rnncells {args.command}: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
     except Exception as error:
-        message = anticipated_message(error)
+        message = anticipated_message(error, command)
         if message is None:
             raise
-        parser.exit(2, f"rnncells {args.command}: error: {message}\n")
+        print(f"rnncells {args.command}: error: {message}", file=sys.stderr)
+        raise CommandExit(message) from None
 
 
 if __name__ == "__main__":

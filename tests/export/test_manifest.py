@@ -83,6 +83,6 @@ def test_the_verify_command(artifacts, tmp_path):
     copy = shutil.copytree(artifacts["savedmodel"], tmp_path / "1")
     truncate(copy / "saved_model.pb")
     damaged = verify(copy)
-    assert damaged.returncode == 1
+    assert damaged.returncode == 2  # an anticipated error: one line, exit 2
     assert "saved_model.pb does not match its checksum" in damaged.stderr
     assert "Traceback" not in damaged.stderr
