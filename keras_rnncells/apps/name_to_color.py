@@ -36,7 +36,7 @@ from keras_rnncells.apps.colors import (
     run_splits,
 )
 from keras_rnncells.cells.base import check_positive_int
-from keras_rnncells.export.onnx_text import StringFrontEnd
+from keras_rnncells.export.onnx_text import StringFrontEnd, padded_ids
 from keras_rnncells.export.servable import Servable, traced
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordTokenizer
@@ -142,7 +142,9 @@ def name_to_color_servable(model: NameToColor, name: str = "name-to-color") -> S
         onnx_examples={"token_ids": ids},
         onnx_text=StringFrontEnd(
             model.tokenizer,
-            lambda ragged: outputs(*model.colors_from_ids(model.tokenizer.pad(ragged))),
+            lambda ragged: outputs(
+                *model.colors_from_ids(padded_ids(ragged, model.tokenizer.max_length))
+            ),
             input_name="name",
         ),
         vocabulary_files={"vocabulary.txt": model.tokenizer.vocabulary},

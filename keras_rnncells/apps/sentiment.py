@@ -26,7 +26,7 @@ from keras_rnncells.apps.base import TokenizerModel, check_settings
 from keras_rnncells.checks import check_positive_int, check_rate
 from keras_rnncells.data.pipeline import shuffled_slices
 from keras_rnncells.data.sentiment import read_glue_train, read_imdb, read_stsa
-from keras_rnncells.export.onnx_text import StringFrontEnd
+from keras_rnncells.export.onnx_text import StringFrontEnd, padded_ids
 from keras_rnncells.export.servable import Servable, traced
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordPieceTokenizer
@@ -97,11 +97,9 @@ class SentimentClassifier(TokenizerModel):
 
     def pad_ids(self, ids):
         """Ragged WordPiece ids ``(B, None)`` (``tokenizer.tokenize``) as the
-        padded ids ``(B, T)`` of `token_ids`."""
-        ids = self.tokenizer.pad(ids)
-        steps = tf.shape(ids)[1]
-        padded = -(-steps // self.pad_to_multiple) * self.pad_to_multiple
-        return tf.pad(ids, [[0, 0], [0, padded - steps]])
+        padded ids ``(B, T)`` of `token_ids`: ``tokenizer.pad``'s, with ops
+        that convert to ONNX exactly at every length (`padded_ids`)."""
+        return padded_ids(ids, self.tokenizer.max_length, self.pad_to_multiple)
 
     def logits_from_ids(self, token_ids, training=None):
         _, summary, _ = self.encoder(token_ids, training=training)
@@ -133,19 +131,19 @@ def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> S
     "label": string (B,)}``, "positive" where the probability is >= 0.5. ONNX
     (no string ops): ``{"token_ids": int32 (B, T)}`` -> ``{"probability"}``,
     ids from ``model.token_ids`` (the WordPiece vocabulary ships with it), and
-    ``model_text.onnx`` on ``{"text"}`` with the tokenizer as
+    ``model_text.onnx`` with the serving signature, the tokenizer as
     onnxruntime-extensions ops (`keras_rnncells.export.onnx_text`)."""
     module = tf.Module()
     module.model = model
 
-    def from_text(text):
-        probability = tf.sigmoid(tf.cast(model(text, training=False), tf.float32))[:, 0]
-        label = tf.where(probability >= 0.5, LABELS[1], LABELS[0])
-        return {"probability": probability, "label": label}
-
     def from_ids(token_ids):
         logits = model.logits_from_ids(token_ids, training=False)
         return {"probability": tf.sigmoid(tf.cast(logits, tf.float32))[:, 0]}
+
+    def labelled(token_ids):
+        outputs = from_ids(token_ids)
+        label = tf.where(outputs["probability"] >= 0.5, LABELS[1], LABELS[0])
+        return {**outputs, "label": label}
 
     examples = {
         "text": np.array(["a gripping, beautifully acted film", "dull and far too long", ""])
@@ -155,13 +153,16 @@ def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> S
         name=name,
         cell=model.encoder.cell_name,
         module=module,
-        serve=traced(from_text, {"text": tf.TensorSpec((None,), tf.string)}),
+        serve=traced(
+            lambda text: labelled(model.token_ids(text)),
+            {"text": tf.TensorSpec((None,), tf.string)},
+        ),
         examples=examples,
         onnx_function=traced(from_ids, {"token_ids": tf.TensorSpec((None, None), tf.int32)}),
         onnx_examples={"token_ids": ids.astype("int32")},
         onnx_text=StringFrontEnd(
             model.tokenizer,
-            lambda ragged: from_ids(model.pad_ids(ragged)),
+            lambda ragged: labelled(model.pad_ids(ragged)),
             replacements=((LINE_BREAK, " "),),
         ),
         vocabulary_files={"vocabulary.txt": model.tokenizer.vocabulary},

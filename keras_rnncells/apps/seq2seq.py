@@ -21,7 +21,7 @@ import tensorflow as tf
 from keras_rnncells.apps.base import check_settings
 from keras_rnncells.data.dates import date_splits
 from keras_rnncells.data.pipeline import shuffled_slices
-from keras_rnncells.export.onnx_text import StringFrontEnd
+from keras_rnncells.export.onnx_text import StringFrontEnd, padded_ids
 from keras_rnncells.export.servable import Servable, traced
 from keras_rnncells.seq2seq.attention import SCORES
 from keras_rnncells.seq2seq.text import TextSeq2Seq
@@ -69,7 +69,7 @@ def seq2seq_servable(model: TextSeq2Seq, name: str = "seq2seq") -> Servable:
         onnx_examples={"token_ids": ids},
         onnx_text=StringFrontEnd(
             model.source_tokenizer,
-            lambda ragged: from_ids(model.source_tokenizer.pad(ragged)),
+            lambda ragged: from_ids(padded_ids(ragged, model.source_tokenizer.max_length)),
             detokenizers={"output": ("tokens", model.target_tokenizer)},
         ),
         vocabulary_files={

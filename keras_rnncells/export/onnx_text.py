@@ -24,9 +24,12 @@ converts from TensorFlow. The front end does what the tokenizer's
 The whole-word ``[UNK]`` rule of WordPiece (a word that cannot be split, or
 longer than 100 bytes, is one ``[UNK]``; onnxruntime-extensions emits its
 partial pieces and an ``[UNK]``), truncation and padding run in the converted
-TensorFlow part (`ragged_ids`), with the tokenizer's own ``pad``. A model that
-writes text (`StringFrontEnd.detokenizers`) ends with the detokenization of a
-`CharTokenizer` as ONNX ops (`detokenizer`).
+TensorFlow part (`ragged_ids`, and `padded_ids`: the tokenizer's ``pad`` with
+ops that tf2onnx converts exactly at every length, empty texts included).
+A model that writes text (`StringFrontEnd.detokenizers`) ends with the
+detokenization of a `CharTokenizer` as ONNX ops (`detokenizer`). The export
+check (`write_string_model`) runs the model on texts of every length from 0
+to 64 tokens and the examples, in one batch and one text at a time.
 
 Where the two can differ (not met in SST-2's texts, the shipped color names or
 generated dates, whose ids are identical, see the tests): step 2 is exact for
@@ -339,12 +342,27 @@ def normalize_characters(graph: Graph, text: str, table: tuple[tuple[str, ...], 
     graph.node("Equal", ["table_index", graph.constant("zero", np.int64(0))], ["unchanged"])
     graph.node("Where", ["unchanged", "characters", "from_table"], ["normalized_characters"])
     dense_rows(graph, "character_splits", "normalized_characters")
-    return graph.node(
-        "StringJoin",
-        ["character_rows", graph.constant("empty", ""), graph.constant("one", np.int64(1))],
-        ["normalized"],
-        CONTRIB,
-    )
+    return join_rows(graph, "character_rows", "normalized")
+
+
+def join_rows(graph: Graph, matrix: str, output: str) -> str:
+    """``output``: each row of the string matrix ``matrix`` joined, without
+    separator (``StringJoin``). A row of ``""`` is added for the join and
+    dropped after it: onnxruntime-extensions' ``StringJoin`` crashes (a
+    segmentation fault) on a matrix of no row, a batch of no text."""
+    node, constant = graph.node, graph.constant
+
+    def name(suffix: str) -> str:
+        return f"{matrix}_{suffix}"
+
+    node("Shape", [matrix], [name("shape")], start=1)  # the row length, a vector
+    node("Concat", [constant(name("one"), [1]), name("shape")], [name("row_shape")], axis=0)
+    node("Expand", [constant(name("empty"), [""]), name("row_shape")], [name("row")])
+    node("Concat", [matrix, name("row")], [name("and_row")], axis=0)
+    separator, axis = constant(name("separator"), ""), constant(name("axis"), np.int64(1))
+    node("StringJoin", [name("and_row"), separator, axis], [name("joined")], CONTRIB)
+    ends = [constant(name("start"), [0]), constant(name("end"), [-1])]
+    return node("Slice", [name("joined"), *ends], [output])
 
 
 def dense_rows(graph: Graph, splits: str, values: str) -> None:
@@ -402,12 +420,7 @@ def detokenizer(tokenizer: Any, ids: str, output: str) -> Any:
     node("Where", ["known", "ids64", constant("unknown", np.int64(UNK_ID))], ["indices"])
     node("Gather", [constant("texts", texts), "indices"], ["token_texts"])
     node("Where", ["kept", "token_texts", constant("nothing", "")], ["kept_texts"])
-    node(
-        "StringJoin",
-        ["kept_texts", constant("separator", ""), constant("join_axis", np.int64(1))],
-        [output],
-        CONTRIB,
-    )
+    join_rows(graph, "kept_texts", output)
     return graph.model(
         "detokenizer", {ids: (TensorProto.INT32, 2)}, {output: (TensorProto.STRING, 1)}
     )
@@ -437,6 +450,32 @@ def ragged_ids(piece_ids, word_splits, word_bytes, text_splits) -> tf.RaggedTens
     return tf.RaggedTensor.from_value_rowids(
         tf.cast(ids, tf.int32), rows, nrows=nrows, validate=False
     )
+
+
+def padded_ids(ids: tf.RaggedTensor, max_length: int | None, multiple: int = 1) -> tf.Tensor:
+    """Ragged int ids ``(batch, None)`` as ``Tokenizer.pad`` makes them
+    (without ``[START]`` and ``[END]``): each row truncated to
+    ``max_length`` (None: not), padded with ``PAD_ID`` to the longest row
+    (at least one column), the columns then rounded up to a multiple of
+    ``multiple``.
+
+    Built from the row lengths with range, comparison and gather ops only,
+    which tf2onnx converts exactly at every length: its conversion of
+    ``RaggedTensor.to_tensor`` divides by the longest row's length (an
+    onnxruntime "integer division by zero" when every text is empty), and it
+    makes TensorFlow's integer floor division ONNX's truncating ``Div``
+    (wrong for a negative operand, so the width is computed on non-negative
+    numbers)."""
+    lengths = ids.row_lengths()
+    if max_length is not None:
+        lengths = tf.minimum(lengths, tf.cast(max_length, lengths.dtype))
+    longest = tf.maximum(tf.reduce_max(tf.concat([lengths, [0]], 0)), 1)
+    width = (longest + multiple - 1) // multiple * multiple
+    columns = tf.range(width, dtype=lengths.dtype)
+    positions = ids.row_starts()[:, None] + columns[None, :]
+    padding = tf.size(ids.values, out_type=lengths.dtype)  # the index of the PAD_ID added
+    values = tf.concat([ids.values, tf.constant([PAD_ID], ids.values.dtype)], 0)
+    return tf.gather(values, tf.where(columns[None, :] < lengths[:, None], positions, padding))
 
 
 def front_end_ids(
@@ -492,63 +531,138 @@ def merge(first: Any, second: Any, links: list[str]) -> Any:
 # Runs a model on strings in a process that has not imported TensorFlow: with
 # TensorFlow loaded, onnxruntime-extensions' regex ops bind to TensorFlow's
 # RE2 and no longer split (measured with TensorFlow 2.21 and extensions 0.15).
+# Each way ("batched": all texts in one run; "one_at_a_time": a run per text,
+# the outputs stacked) writes its outputs to <out>.<way>.npz.
 RUNNER = """
 import json, sys
 import numpy as np
 import onnxruntime, onnxruntime_extensions
-model, texts, name, out = sys.argv[1:]
+model, texts, name, out, *ways = sys.argv[1:]
 options = onnxruntime.SessionOptions()
 options.register_custom_ops_library(onnxruntime_extensions.get_library_path())
+options.intra_op_num_threads = options.inter_op_num_threads = 1  # small runs: no thread pool
 session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 strings = np.array(json.load(open(texts, encoding="utf-8")), dtype=object)
 names = [o.name for o in session.get_outputs()]
-outputs = dict(zip(names, session.run(names, {name: strings})))
-np.savez(out, **{k: v.astype(str) if v.dtype == object else v for k, v in outputs.items()})
+def run(batch):
+    return session.run(names, {name: batch})
+for way in ways:
+    if way == "batched":
+        values = run(strings)
+    else:
+        rows = [run(strings[i : i + 1]) for i in range(len(strings))]
+        values = [np.concatenate(v, 0) for v in zip(*rows)] if rows else run(strings)
+    np.savez(f"{out}.{way}.npz", **{
+        k: v.astype(str) if v.dtype == object else v for k, v in zip(names, values)
+    })
 """
+WAYS = ("batched", "one_at_a_time")
 
 
-def run_string_model(model: Any, texts: Sequence[str], input_name: str = "text") -> dict:
+def run_string_model_ways(
+    model: Any, texts: Sequence[str], input_name: str = "text", ways: Sequence[str] = WAYS
+) -> dict[str, dict[str, np.ndarray]]:
     """``model`` (a ``ModelProto`` or a path) run by onnxruntime, with the
     onnxruntime-extensions ops, on the strings ``texts``, in a fresh Python
-    process that imports neither TensorFlow nor keras_rnncells. String
-    outputs come back as numpy unicode arrays."""
+    process that imports neither TensorFlow nor keras_rnncells (a crash there
+    is a ``RuntimeError`` here): way -> outputs, for each of ``ways``:
+    ``"batched"`` (one run on all texts) and ``"one_at_a_time"`` (one run per
+    text, the outputs concatenated). String outputs come back as numpy
+    unicode arrays."""
+    unknown = sorted(set(ways) - set(WAYS))
+    if unknown:
+        raise ValueError(f"Argument `ways` must hold only {WAYS}, received: {list(ways)!r}")
     with tempfile.TemporaryDirectory() as temporary:
         directory = Path(temporary)
         if isinstance(model, (str, os.PathLike)):
-            path = Path(model)
+            path = Path(model).resolve()
         else:
             path = directory / "model.onnx"
             path.write_bytes(model.SerializeToString())
         (directory / "texts.json").write_text(json.dumps(list(texts)), encoding="utf-8")
-        arguments = [path, directory / "texts.json", input_name, directory / "outputs.npz"]
+        arguments = [path, directory / "texts.json", input_name, directory / "outputs", *ways]
         run_fresh_python(RUNNER, arguments, "onnxruntime on the string model", directory)
-        with np.load(directory / "outputs.npz") as outputs:
-            return dict(outputs)
+        found = {}
+        for way in ways:
+            with np.load(directory / f"outputs.{way}.npz") as outputs:
+                found[way] = dict(outputs)
+        return found
+
+
+def run_string_model(model: Any, texts: Sequence[str], input_name: str = "text") -> dict:
+    """`run_string_model_ways` batched only: the outputs on ``texts``."""
+    return run_string_model_ways(model, texts, input_name, ("batched",))["batched"]
+
+
+def one_token_words(tokenizer: Any) -> list[str]:
+    """The vocabulary's tokens (special tokens and ``##`` continuations left
+    out) that the tokenizer reads back as themselves, one token each."""
+    words = [
+        token
+        for token in tokenizer.vocabulary[END_ID + 1 :]
+        if not token.startswith("##") and not token.isspace()
+    ]
+    ids = tokenizer.tokenize(tf.constant(words or [""])).to_list()
+    index = {token: i for i, token in enumerate(tokenizer.vocabulary)}
+    return [word for word, row in zip(words, ids) if row == [index[word]]]
+
+
+def length_texts(tokenizer: Any, lengths: Sequence[int]) -> list[str]:
+    """For each ``k`` of ``lengths``, a text of exactly ``k`` tokens of
+    ``tokenizer``: `one_token_words` joined by its separator (a space, none
+    for characters), taken in a different order for each length."""
+    words = one_token_words(tokenizer)
+    if not words and any(lengths):
+        raise ValueError(f"The vocabulary of {tokenizer!r} has no token that reads as itself")
+    separator = getattr(tokenizer, "separator", " ")
+    return [separator.join(words[(7 * k + 3 * i) % len(words)] for i in range(k)) for k in lengths]
 
 
 def string_parity(
     model: Any, front: StringFrontEnd, serve: Any, texts: list[str]
 ) -> tuple[dict[str, float], dict[str, bool]]:
-    """Onnxruntime on ``texts`` against ``serve`` (the SavedModel's function
-    on strings): the max absolute difference per number output, and whether
-    each string output is identical."""
+    """Onnxruntime on ``texts``, all in one batch and one text at a time
+    (`WAYS`), against ``serve`` (the SavedModel's function on strings) on all
+    of them in one batch: the max absolute difference per number output and
+    whether each string output is identical, over both ways (a missing
+    output or another shape: ``inf``, ``False``)."""
     expected = serve(**{front.input_name: tf.constant(texts)})
-    found = run_string_model(model, texts, front.input_name)
-    errors, identical = {}, {}
-    for name, value in found.items():
-        reference = np.asarray(expected[name])
-        if reference.dtype == object:
-            decoded = [text.decode("utf-8") for text in reference.reshape(-1)]
-            identical[name] = (
-                value.shape == reference.shape and value.reshape(-1).tolist() == decoded
-            )
-        else:
-            difference = np.abs(value.astype(np.float64) - reference)
-            errors[name] = float(np.max(difference, initial=0.0))
+    expected = {name: np.asarray(value) for name, value in expected.items()}
+    errors = {name: 0.0 for name, value in expected.items() if value.dtype != object}
+    identical = {name: True for name, value in expected.items() if value.dtype == object}
+    for found in run_string_model_ways(model, texts, front.input_name).values():
+        for name, reference in expected.items():
+            value = found.get(name)
+            same_shape = value is not None and value.shape == reference.shape
+            if name in identical:
+                decoded = [text.decode("utf-8") for text in reference.reshape(-1)]
+                identical[name] &= same_shape and value.reshape(-1).tolist() == decoded
+            else:
+                error = np.max(np.abs(value - reference), initial=0.0) if same_shape else np.inf
+                errors[name] = max(errors[name], float(error))
     return errors, identical
 
 
 STRING_MODEL_FILE = "model_text.onnx"
+# The export check's generated texts: 0 to 64 tokens (`length_texts`), and one
+# token more than the tokenizer keeps where that is at most LONGEST_CHECK.
+CHECK_LENGTHS = range(65)
+LONGEST_CHECK = 1024
+
+
+def check_texts(servable: Any) -> list[str]:
+    """What `write_string_model` checks the model on: the servable's text
+    examples, `CHECK_TEXTS` and generated texts of every length of
+    `CHECK_LENGTHS` tokens, and of one token more than the tokenizer keeps
+    (its ``max_length``), if it truncates (up to `LONGEST_CHECK` tokens)."""
+    front = servable.onnx_text
+    examples = np.asarray(servable.examples[front.input_name]).reshape(-1)
+    lengths = [*CHECK_LENGTHS]
+    kept = front.tokenizer.max_length
+    if kept is not None and kept < LONGEST_CHECK:
+        lengths.append(kept + 1)
+    generated = length_texts(front.tokenizer, lengths)
+    return [*(str(text) for text in examples), *CHECK_TEXTS, *generated]
 
 
 def write_string_model(
@@ -556,10 +670,12 @@ def write_string_model(
 ) -> dict[str, Any]:
     """Writes ``servable.onnx_text``'s string-input model to ``path``
     (atomically) and returns its manifest entry. With ``check``, onnxruntime
-    runs it on the servable's text examples and `CHECK_TEXTS`: the ragged ids
-    of its front end must equal the tokenizer's, each number output must be
-    within ``tolerance`` of ``servable.serve`` and each string output equal
-    to it (else a ``ValueError``, nothing written)."""
+    runs it on `check_texts` (every length from 0 to 64 tokens, the
+    examples, `CHECK_TEXTS`), all in one batch and one text at a time: the
+    ragged ids of its front end must equal the tokenizer's, each number
+    output must be within ``tolerance`` of ``servable.serve`` and each string
+    output equal to it, else a ``ValueError`` (also when onnxruntime fails
+    on a text), and nothing is written."""
     from keras_rnncells.export.onnx import value_specs
     from keras_rnncells.training import write_atomically
 
@@ -567,14 +683,20 @@ def write_string_model(
     model, layers = string_model(front, opset)
     measured: dict[str, Any] = {}
     if check:
-        examples = np.asarray(servable.examples[front.input_name]).reshape(-1)
-        texts = [*(str(text) for text in examples), *CHECK_TEXTS]
+        texts = check_texts(servable)
         cleaned = tf.constant(texts)
         for pattern, rewrite in front.replacements:
             cleaned = tf.strings.regex_replace(cleaned, pattern, rewrite)
+        expected_ids = front.tokenizer.tokenize(cleaned).to_list()
         ids = front_end_ids(front.tokenizer, texts, front.replacements).to_list()
-        identical = ids == front.tokenizer.tokenize(cleaned).to_list()
-        errors, same = string_parity(model, front, servable.serve, texts)
+        identical = ids == expected_ids
+        try:
+            errors, same = string_parity(model, front, servable.serve, texts)
+        except RuntimeError as error:  # onnxruntime failed, or its process crashed
+            raise ValueError(
+                f"The string-input ONNX model of {servable.name!r} fails on texts that "
+                f"TensorFlow serves: {error}"
+            ) from error
         close = all(error <= tolerance for error in errors.values())
         if not (identical and close and all(same.values())):
             raise ValueError(
@@ -582,10 +704,13 @@ def write_string_model(
                 f"token ids identical: {identical}, max abs error per output {errors} "
                 f"(tolerance={tolerance}), string outputs identical: {same}"
             )
+        lengths = [len(row) for row in expected_ids]
         measured = {
             "max_abs_error": errors,
             "tolerance": tolerance,
             "texts": len(texts),
+            "token_lengths": [min(lengths), max(lengths)],
+            "ways": list(WAYS),
             "token_ids_identical": identical,
             "strings_identical": same,
             "runtime": "onnxruntime + onnxruntime-extensions",
