@@ -319,7 +319,12 @@ def compare_run(args: argparse.Namespace) -> None:
 
 # -- rnncells export ----------------------------------------------------------------
 def export_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", help="a directory written by `rnncells train`")
+    parser.add_argument(
+        "run_dir",
+        metavar="MODEL",
+        help="a run directory written by `rnncells train`, or any .keras file (a model "
+        "of the applications serves text; any other model its own inputs, named after it)",
+    )
     parser.add_argument("--out", default="export", help="export root (default ./export)")
     parser.add_argument(
         "--version", type=positive_int, help="version number (default: one more than the last)"
@@ -389,7 +394,7 @@ COMMANDS: dict[str, Command] = {
         train_check,
     ),
     "export": Command(
-        "export a trained run as SavedModel (TF Serving layout) and ONNX, checked",
+        "export a trained run or .keras model as SavedModel (TF Serving layout) and ONNX, checked",
         export_arguments,
         export_command,
         anticipated=(ValueError,),
