@@ -93,11 +93,14 @@ def packed(template, tensors):
 
 
 def stacked(outputs: tf.TensorArray, zeros: tf.Tensor) -> tf.Tensor:
-    """``outputs.stack()``, also for 0 steps (a TensorArray cannot stack an
-    empty list whose element shape has an unknown batch size)."""
-    if tf.get_static_value(outputs.size()):  # a known, positive step count
-        return outputs.stack()
-    return tf.cond(outputs.size() > 0, outputs.stack, lambda: tf.zeros_like(zeros)[None][:0])
+    """``outputs.stack()``, also for 0 steps: ``TensorArray.stack`` cannot stack
+    an empty list whose element shape has an unknown batch size, so the shape
+    is given as a tensor (``zeros``: one element). No ``tf.cond``: tf2onnx
+    converts a TensorList stack only as a while loop's output."""
+    stack = tf.raw_ops.TensorListStack(
+        input_handle=outputs.flow, element_shape=tf.shape(zeros), element_dtype=zeros.dtype
+    )
+    return tf.ensure_shape(stack, (None, *zeros.shape))
 
 
 def first_step(tensor):
@@ -163,8 +166,11 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
             outputs = outputs.write(t, output)
         return t + 1, outputs, output, tuple(new_states), saved
 
-    outputs = tf.TensorArray(
-        zeros.dtype, size=steps if return_sequences else 0, element_shape=zeros.shape
+    # No TensorArray is carried that is never written: tf2onnx cannot convert one.
+    outputs = (
+        tf.TensorArray(zeros.dtype, size=steps, element_shape=zeros.shape)
+        if return_sequences
+        else ()
     )
     _, outputs, last_output, states, saved = tf.while_loop(
         lambda t, *_: t < steps,

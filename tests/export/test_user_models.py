@@ -273,36 +273,34 @@ def test_a_failed_onnx_check_publishes_no_format(tmp_path):
 
 
 @pytest.mark.parametrize("return_sequences", [True, False])
-def test_keras_own_onnx_export_of_our_layers(return_sequences, tmp_path, run_onnx_in_child):
-    """``model.export(format="onnx")`` of our GRU and MGU over masked ids: a
-    model with Keras' answer in onnxruntime, or (under ``tf2onnx_errors_raise``)
-    a ``ValueError`` and no file; never a file onnxruntime refuses. Reported as
-    xfail while tf2onnx cannot convert the layers' inference graph."""
+def test_keras_own_onnx_export_of_every_cell(return_sequences, tmp_path, run_onnx_in_child):
+    """A user's plain ``model.export(format="onnx")`` of a model holding a
+    layer of every registered cell over masked ids (one row all padding) gives
+    Keras' answer in onnxruntime (a process without TensorFlow)."""
     keras.utils.set_random_seed(0)
-    model = keras.Sequential(
-        [
-            keras.Input((None,), dtype="int32"),
-            keras.layers.Embedding(VOCABULARY, 3, mask_zero=True),
-            kr.GRU(UNITS, return_sequences=True),
-            kr.MGU(UNITS, return_sequences=return_sequences),
-        ]
-    )
-    _, tokens = fresh_inputs()
+    ids = keras.Input((None,), dtype="int32", name="ids")
+    embedded = keras.layers.Embedding(VOCABULARY, UNITS, mask_zero=True)(ids)
+    outputs = [
+        kr.RNN(kr.get_cell(cell)(UNITS), return_sequences=return_sequences, name=cell)(embedded)
+        for cell in kr.list_cells()
+    ]
+    model = keras.Model(ids, outputs)
+    rng = np.random.default_rng(1)
+    tokens = rng.integers(1, VOCABULARY, size=(4, 6)).astype("int32")
+    tokens[1, 3:] = 0
+    tokens[2, :] = 0
     expected = model.predict(tokens, verbose=0)
     path = tmp_path / "keras.onnx"
-    try:
-        with tf2onnx_errors_raise():
-            model.export(path, format="onnx", verbose=False)
-    except ValueError as error:
-        assert not path.exists()
-        pytest.xfail(f"Keras' ONNX export of our layers: {error}")
+    model.export(path, format="onnx", verbose=False)
+    (found,) = run_onnx_in_child([(path, {"ids": tokens})], tmp_path / "run")
+    assert isinstance(found, dict), found  # else onnxruntime's error
     import onnx
 
-    (name,) = [i.name for i in onnx.load(path).graph.input]
-    (outputs,) = run_onnx_in_child([(path, {name: tokens})], tmp_path / "run")
-    assert isinstance(outputs, dict), outputs  # else onnxruntime's error
-    (found,) = outputs.values()
-    np.testing.assert_allclose(found, expected, atol=1e-5)
+    # the graph's outputs in the model's order (tf2onnx names them Identity_<i>:0)
+    names = [output.name for output in onnx.load(path).graph.output]
+    assert len(names) == len(expected) == len(kr.list_cells())
+    for cell, value, name in zip(kr.list_cells(), expected, names):
+        np.testing.assert_allclose(found[name], value, atol=1e-5, err_msg=cell)
 
 
 def test_a_conversion_tf2onnx_cannot_do_raises(tmp_path):
