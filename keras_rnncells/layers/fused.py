@@ -97,6 +97,8 @@ def stacked(outputs: tf.TensorArray, zeros: tf.Tensor) -> tf.Tensor:
     an empty list whose element shape has an unknown batch size, so the shape
     is given as a tensor (``zeros``: one element). No ``tf.cond``: tf2onnx
     converts a TensorList stack only as a while loop's output."""
+    if tf.executing_eagerly():  # a list of tensors (`portable()` called eagerly): size known
+        return outputs.stack() if int(outputs.size()) else tf.zeros_like(zeros)[None][:0]
     stack = tf.raw_ops.TensorListStack(
         input_handle=outputs.flow, element_shape=tf.shape(zeros), element_dtype=zeros.dtype
     )
