@@ -20,6 +20,22 @@ def is_default(activation, name: str) -> bool:
     return getattr(activation, "__name__", None) == name
 
 
+# Keras 1 and 2's kernel choices, which keras.layers.GRUCell and LSTMCell
+# accept (and ignore): so do ours.
+LEGACY_IMPLEMENTATIONS = (0, 1, 2)
+
+
+def pop_legacy_implementation(kwargs: dict) -> None:
+    """Remove Keras' ``implementation`` from a cell's ``kwargs``: a
+    ``ValueError`` unless it is one of `LEGACY_IMPLEMENTATIONS`."""
+    implementation = kwargs.pop("implementation", 2)
+    if implementation not in LEGACY_IMPLEMENTATIONS or isinstance(implementation, bool):
+        raise ValueError(
+            "Argument `implementation` of a cell is Keras' legacy kernel choice, one of "
+            f"{LEGACY_IMPLEMENTATIONS} (ignored), received: {implementation!r}"
+        )
+
+
 @register_cell("gru")
 class GRUCell(DenseGatesCell):
     """Gated recurrent unit (Cho et al. 2014, "Learning phrase representations
@@ -46,6 +62,7 @@ class GRUCell(DenseGatesCell):
     citation = "Cho et al. 2014, Learning phrase representations using RNN encoder-decoder"
 
     def __init__(self, units: int, reset_after: bool = True, **kwargs: Any) -> None:
+        pop_legacy_implementation(kwargs)
         super().__init__(units, **kwargs)
         self.reset_after = bool(reset_after)
 

@@ -7,7 +7,7 @@ from typing import Any
 from keras import ops
 
 from keras_rnncells.cells.base import DenseGatesCell
-from keras_rnncells.cells.gru import is_default, tf_backend
+from keras_rnncells.cells.gru import is_default, pop_legacy_implementation, tf_backend
 from keras_rnncells.cells.registry import register_cell
 
 
@@ -35,6 +35,7 @@ class LSTMCell(DenseGatesCell):
     citation = "Hochreiter & Schmidhuber 1997, Long short-term memory; Gers et al. 2000"
 
     def __init__(self, units: int, unit_forget_bias: bool = True, **kwargs: Any) -> None:
+        pop_legacy_implementation(kwargs)
         super().__init__(units, **kwargs)
         self.unit_forget_bias = bool(unit_forget_bias)
 

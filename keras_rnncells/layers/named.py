@@ -6,6 +6,7 @@ import inspect
 from typing import Any
 
 import keras
+from keras.src.utils.naming import to_snake_case  # Keras' own cell names; no public name
 
 from keras_rnncells import cells
 from keras_rnncells.cells.base import AbstractRNNCell
@@ -13,7 +14,17 @@ from keras_rnncells.layers.rnn import RNN
 
 # Arguments of the layer itself; every other keyword goes to the cell.
 RNN_ARGS = tuple(inspect.signature(RNN.__init__).parameters)[2:-1]
-BASE_LAYER_ARGS = ("name", "dtype", "trainable", "activity_regularizer", "autocast")
+# keras.layers.Layer's own (``input_shape``/``input_dim``: what a Sequential
+# model's first layer may be given in place of an ``Input``).
+BASE_LAYER_ARGS = (
+    "name",
+    "dtype",
+    "trainable",
+    "activity_regularizer",
+    "autocast",
+    "input_shape",
+    "input_dim",
+)
 CELL_CONFIG_ONLY = ("name", "dtype", "trainable")
 
 
@@ -29,7 +40,7 @@ class CellLayer(RNN):
             units,
             dtype=layer_kwargs.get("dtype"),
             trainable=layer_kwargs.get("trainable", True),
-            name=f"{self.cell_class.__name__.lower()}",
+            name=to_snake_case(self.cell_class.__name__),  # Keras' "gru_cell": same weight paths
             **kwargs,
         )
         super().__init__(cell, **layer_kwargs)
@@ -45,6 +56,8 @@ class CellLayer(RNN):
         for key in CELL_CONFIG_ONLY:
             cell_config.pop(key, None)
         config.update(cell_config)
+        # As keras.layers.GRU, LSTM and SimpleRNN (keras.layers.RNN drops it).
+        config["activity_regularizer"] = keras.regularizers.serialize(self.activity_regularizer)
         return config
 
     @classmethod
@@ -52,10 +65,37 @@ class CellLayer(RNN):
         return cls(**config)
 
 
+def cell_arguments(cell_class: type[AbstractRNNCell]) -> list[str]:
+    """The keyword arguments of ``cell_class`` and its bases, ``units`` and
+    keras.layers.Layer's own excepted."""
+    names: list[str] = []
+    for klass in cell_class.__mro__:
+        if "__init__" not in vars(klass) or not issubclass(klass, AbstractRNNCell):
+            continue
+        for parameter in list(inspect.signature(klass.__init__).parameters.values())[1:]:
+            kinds = (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)
+            if parameter.kind not in kinds and parameter.name not in names:
+                names.append(parameter.name)
+    return [n for n in names if n != "units" and n not in BASE_LAYER_ARGS + RNN_ARGS]
+
+
+def cell_property(name: str) -> property:
+    return property(
+        lambda self: getattr(self.cell, name),
+        doc=f"The cell's ``{name}`` (read-only, as on keras.layers.GRU).",
+    )
+
+
 def named_layer(cell_class: type[AbstractRNNCell], doc: str) -> type[CellLayer]:
-    """The named layer class of ``cell_class``, registered for saving."""
+    """The named layer class of ``cell_class``, registered for saving. As on
+    Keras' GRU, LSTM and SimpleRNN, the cell's arguments read as properties
+    of the layer (``GRU(3, dropout=0.1).dropout``)."""
     name = cell_class.__name__.removesuffix("Cell")
-    layer = type(name, (CellLayer,), {"cell_class": cell_class, "__doc__": doc})
+    namespace = {"cell_class": cell_class, "__doc__": doc}
+    for argument in cell_arguments(cell_class):
+        if not hasattr(CellLayer, argument):
+            namespace[argument] = cell_property(argument)
+    layer = type(name, (CellLayer,), namespace)
     layer.__module__ = __name__
     return keras.saving.register_keras_serializable(package="keras_rnncells")(layer)
 

@@ -48,8 +48,9 @@ from keras_rnncells.layers.fused import fused_recurrence, portable_recurrence
 
 IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
 USE_CUDNN = ("auto", True, False)
-# Keras 2's kernel choices, accepted (and ignored) by Keras 3's GRU and LSTM.
-LEGACY_IMPLEMENTATIONS = (1, 2)
+# Keras 1 and 2's kernel choices, accepted (and ignored) by Keras 3's GRU and
+# LSTM (and by its own test of them, with 0).
+LEGACY_IMPLEMENTATIONS = (0, 1, 2)
 SEQUENCES = ("batch", "timesteps", "features")
 
 # How the fused loop is traced: "auto" (see the module docstring), "portable"
@@ -131,8 +132,8 @@ class RNN(keras.layers.RNN):
       never used (``"auto"`` then picks fused or generic). Contradictions
       (``use_cudnn=True`` with ``"fused"`` or ``"generic"``, ``use_cudnn=False``
       with ``"cudnn"``) raise a ``ValueError`` naming both arguments.
-    * ``implementation=1`` or ``2`` (Keras 2's kernel choice, which Keras 3
-      ignores) means ``"auto"``, with a warning once per process.
+    * ``implementation=0``, ``1`` or ``2`` (Keras 1 and 2's kernel choice,
+      which Keras 3 ignores) means ``"auto"``, with a warning once per process.
 
     Integer and bool sequences are cast to the compute dtype, as Keras
     does. A sequence of zero steps raises a ``ValueError`` where the step
@@ -248,8 +249,14 @@ class RNN(keras.layers.RNN):
 
     def call(self, sequences, initial_state=None, mask=None, training=False):
         self.check_call_args(sequences, initial_state, mask)
-        if not keras.backend.is_float_dtype(keras.backend.standardize_dtype(sequences.dtype)):
+        dtype = keras.backend.standardize_dtype(sequences.dtype)
+        if not keras.backend.is_float_dtype(dtype):
             sequences = ops.cast(sequences, self.compute_dtype)  # as Keras' GRU and LSTM
+        elif getattr(self.cell, "autocast", False) and dtype != self.cell.compute_dtype:
+            # What the cell's own __call__ does at each step of Keras' loop (the
+            # fused and cuDNN paths call no cell): e.g. float32 sequences into a
+            # mixed_float16 layer made with autocast=False.
+            sequences = ops.cast(sequences, self.cell.compute_dtype)
         return super().call(sequences, initial_state=initial_state, mask=mask, training=training)
 
     # -- the paths ----------------------------------------------------------------
