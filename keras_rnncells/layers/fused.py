@@ -1,6 +1,6 @@
 """The fused recurrence: an XLA-compiled loop over ``cell.step`` with a
-cuDNN-style gradient (``fused_recurrence``), and the same loop traced into the
-caller's graph without XLA (``portable_recurrence``), for graphs that must run
+cuDNN-style gradient, or the same loop traced into the caller's graph without
+XLA (``fused_recurrence(..., compiled=False)``), for graphs that must run
 where XLA JIT is disabled (TF Serving's default) or be converted (tf2onnx).
 
 Forward: ``cell.step`` runs in a ``tf.while_loop`` compiled by XLA over
@@ -286,26 +286,6 @@ def recurrence_flags(projected: tuple, training, zero_output_for_mask, return_se
     return flat, (bool(training), bool(zero_output_for_mask), bool(return_sequences), template)
 
 
-def portable_recurrence(
-    cell: Any,
-    projected: tuple,
-    states: list,
-    mask: Any,
-    recurrent_mask: Any,
-    training: bool,
-    zero_output_for_mask: bool,
-    return_sequences: bool,
-) -> tuple:
-    """``fused_recurrence``'s loop traced into the caller's graph: no XLA
-    function and no custom gradient (TensorFlow differentiates the loop), so
-    the graph runs with XLA JIT disabled and converts with tf2onnx."""
-    flat, flags = recurrence_flags(projected, training, zero_output_for_mask, return_sequences)
-    (last_output, outputs, final_states), _ = run_forward(
-        cell, flat, tuple(states), mask, recurrent_mask, flags, False
-    )
-    return last_output, outputs, list(final_states)
-
-
 def fused_recurrence(
     cell: Any,
     projected: tuple,
@@ -315,15 +295,26 @@ def fused_recurrence(
     training: bool,
     zero_output_for_mask: bool,
     return_sequences: bool,
+    compiled: bool = True,
 ) -> tuple:
     """Run ``cell`` over time-major projected inputs (the structure
     ``cell.step_inputs`` returned: a tuple of tensors, possibly nested);
     differentiable.
 
+    ``compiled``: the XLA-compiled loop with its own gradient; else the same
+    loop traced into the caller's graph, with no XLA function and no custom
+    gradient (TensorFlow differentiates the loop), so that the graph runs with
+    XLA JIT disabled and converts with tf2onnx.
+
     Returns ``(last_output, outputs, final_states)`` with ``outputs`` of shape
     (T, B, output_size), or (1, B, output_size) without ``return_sequences``.
     """
     flat, flags = recurrence_flags(projected, training, zero_output_for_mask, return_sequences)
+    if not compiled:
+        (last_output, outputs, final_states), _ = run_forward(
+            cell, flat, tuple(states), mask, recurrent_mask, flags, False
+        )
+        return last_output, outputs, list(final_states)
     result = differentiable_recurrence(cell, flat, tuple(states), mask, recurrent_mask, flags)
     last_output, outputs, *final_states = tree.flatten(result)
     return last_output, outputs, final_states

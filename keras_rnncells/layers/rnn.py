@@ -44,7 +44,7 @@ from keras.src.backend.common.stateless_scope import in_stateless_scope  # no pu
 
 from keras_rnncells.cells.base import AbstractRNNCell
 from keras_rnncells.checks import check_input, check_shape, shapes_compatible
-from keras_rnncells.layers.fused import fused_recurrence, portable_recurrence
+from keras_rnncells.layers.fused import fused_recurrence
 
 IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
 USE_CUDNN = ("auto", True, False)
@@ -300,8 +300,7 @@ class RNN(keras.layers.RNN):
             projected = tree.map_structure(lambda p: ops.flip(p, axis=0), projected)
             mask = None if mask is None else ops.flip(mask, axis=0)
         recurrent_mask = cell.get_recurrent_dropout_mask(initial_state[0]) if training else None
-        recurrence = fused_recurrence if compiles_loop(training) else portable_recurrence
-        last_output, outputs, states = recurrence(
+        last_output, outputs, states = fused_recurrence(
             cell,
             projected,
             initial_state,
@@ -310,6 +309,7 @@ class RNN(keras.layers.RNN):
             bool(training),
             bool(self.zero_output_for_mask),
             bool(self.return_sequences),
+            compiled=compiles_loop(training),
         )
         outputs = ops.transpose(outputs, (1, 0, 2))
         if self.return_sequences:  # the loop's TensorArray loses the static step count
