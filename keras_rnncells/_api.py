@@ -1,10 +1,16 @@
 """The public API, as ``keras_rnncells`` holds it (see its docstring): every
 cell (``keras_rnncells.cells``), the ``RNN`` layer and the named layers
 (``keras_rnncells.layers``), MuFuRU's operation registry and the
-norm-stabilizer penalty; encoder-decoders (``keras_rnncells.seq2seq``) and
-in-graph tokenizers (``keras_rnncells.text``) as subpackages."""
+norm-stabilizer penalty; encoder-decoders (``keras_rnncells.seq2seq``),
+in-graph tokenizers (``keras_rnncells.text``) and the applications
+(``keras_rnncells.apps``, whose model classes Keras then knows) as subpackages."""
 
-from keras_rnncells import cells, layers, seq2seq, text
+from keras_rnncells import apps, cells, layers, seq2seq, text
+
+# The applications' model classes register with Keras when their modules are
+# imported: so does `import keras_rnncells`, and every model.keras the package
+# writes loads after it (TextSeq2Seq is in seq2seq).
+from keras_rnncells.apps import color_namer, name_to_color, sentiment  # noqa: F401
 from keras_rnncells.cells import *  # noqa: F403 (names listed in cells.__all__)
 from keras_rnncells.cells.mufuru import register_operation
 from keras_rnncells.layers import *  # noqa: F403 (names listed in layers.__all__)
@@ -14,6 +20,7 @@ __all__ = [
     *cells.__all__,
     *layers.__all__,
     "NormStabilizer",
+    "apps",
     "norm_stabilizer",
     "register_operation",
     "seq2seq",

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from keras_rnncells.defaults import STRATEGIES, TASK_DEFAULTS
+from keras_rnncells.defaults import STRATEGIES, TASK_DEFAULTS, cluster_config
 
 PACKAGE = Path(__file__).resolve().parent
 
@@ -80,10 +80,21 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     return "\n".join(line.rstrip() for line in lines)
 
 
+def integer(text: str) -> int:
+    """An argparse type: an integer, or an error that says so."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, received {text!r}") from None
+
+
 def positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, received {text}")
+        raise argparse.ArgumentTypeError(f"expected a positive integer, received {text!r}")
     return value
 
 
@@ -130,7 +141,7 @@ def demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--samples", type=positive_int, default=4000, help="training sequences (default 4000)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--seed", type=integer, default=0, help="random seed (default 0)")
 
 
 def demo_run(args: argparse.Namespace) -> None:
@@ -219,7 +230,7 @@ def run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="run directory (created)")
     parser.add_argument("--epochs", type=positive_int, help="training epochs")
     parser.add_argument("--batch-size", type=positive_int, help="examples per batch")
-    parser.add_argument("--seed", type=int, help="random seed")
+    parser.add_argument("--seed", type=integer, help="random seed")
     parser.add_argument(
         "--limit", type=positive_int, help="use at most this many training examples (smoke runs)"
     )
@@ -250,7 +261,8 @@ def train_run(args: argparse.Namespace) -> None:
 
 
 def check_distribution(args: argparse.Namespace) -> None:
-    """``--strategy``, ``--cpu-devices`` and ``--workers`` go together."""
+    """``--strategy``, ``--cpu-devices`` and ``--workers`` go together, and a
+    multi-worker run that starts no workers of its own has a valid ``TF_CONFIG``."""
     if args.strategy != "none" and args.name not in TASK_DEFAULTS:
         fail(
             f"--strategy is supported for the data tasks ({', '.join(TASK_DEFAULTS)}), "
@@ -265,6 +277,8 @@ def check_distribution(args: argparse.Namespace) -> None:
             "--workers starts its own cluster on 127.0.0.1, but TF_CONFIG is set: "
             "unset it, or drop --workers to join the cluster it names"
         )
+    if args.strategy == "multiworker" and args.workers is None:
+        cluster_config()  # a missing or malformed TF_CONFIG, told before TensorFlow loads
 
 
 # -- rnncells compare --------------------------------------------------------------
@@ -272,7 +286,10 @@ def comma_list(item: Callable[[str], object]) -> Callable[[str], list]:
     """An argparse type: comma-separated values, each parsed by ``item``."""
 
     def parse(text: str) -> list:
-        return [item(value.strip()) for value in text.split(",") if value.strip()]
+        values = [item(value.strip()) for value in text.split(",") if value.strip()]
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected comma-separated values, received {text!r}")
+        return values
 
     return parse
 
@@ -333,16 +350,46 @@ def export_arguments(parser: argparse.ArgumentParser) -> None:
         "--format", default="savedmodel,onnx", help="savedmodel, onnx or both (default both)"
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing version")
+    parser.add_argument(
+        "--key-file",
+        help="sign each manifest.json with HMAC-SHA256 under the key in this file "
+        "(manifest.json.hmac, written before the version is published)",
+    )
 
 
 def export_command(args: argparse.Namespace) -> None:
     from keras_rnncells.export.command import export_run, parse_formats
 
     paths = export_run(
-        args.run_dir, args.out, args.version, parse_formats(args.format), args.overwrite
+        args.run_dir, args.out, args.version, parse_formats(args.format), args.overwrite, args.key
     )
+    signed = ", signed" if args.key is not None else ""
     for fmt, path in paths.items():
-        print(f"{fmt:<10} {path} (checked; manifest.json beside it)")
+        print(f"{fmt:<10} {path} (checked; manifest.json{signed} beside it)")
+
+
+# The fewest bytes a key may hold (keras_rnncells.export.manifest.MIN_KEY_BYTES,
+# not imported here: that module needs TensorFlow).
+MIN_KEY_BYTES = 16
+
+
+def read_key_file(args: argparse.Namespace) -> None:
+    """``--key-file``: the key into ``args.key`` (None without the flag), read
+    before TensorFlow is imported. The key is the file's bytes without their
+    trailing line breaks (as ``$(cat FILE)`` gives them to ``openssl``)."""
+    args.key = None
+    if args.key_file is None:
+        return
+    try:
+        key = Path(args.key_file).read_bytes().rstrip(b"\r\n")
+    except OSError as error:
+        fail(f"--key-file {args.key_file}: {error.strerror or error}; give the file of the key")
+    if len(key) < MIN_KEY_BYTES:
+        fail(
+            f"--key-file {args.key_file} holds {len(key)} bytes; a key needs at least "
+            f"{MIN_KEY_BYTES} (make one with `openssl rand -hex 32 > FILE`)"
+        )
+    args.key = key
 
 
 # -- rnncells verify ----------------------------------------------------------------
@@ -353,14 +400,25 @@ def verify_arguments(parser: argparse.ArgumentParser) -> None:
         help="exported version directories (EXPORT/<model>/<version>, "
         "EXPORT/onnx/<model>/<version>), each with its manifest.json",
     )
+    parser.add_argument(
+        "--key-file",
+        help="also check each manifest's signature (manifest.json.hmac, written by "
+        "`rnncells export --key-file`) under the key in this file; an unsigned one is refused",
+    )
 
 
 def verify_run(args: argparse.Namespace) -> None:
-    from keras_rnncells.export.manifest import verify_manifest
+    from keras_rnncells.export.manifest import SIGNATURE, verify_manifest
 
     for directory in args.directories:
-        manifest = verify_manifest(directory)
-        print(f"ok  {directory}: {len(manifest['files'])} files match manifest.json")
+        manifest = verify_manifest(directory, args.key)
+        if args.key is not None:
+            signature = "; signed with the key given"
+        elif Path(directory, SIGNATURE).exists():
+            signature = f"; {SIGNATURE} not checked (no --key-file)"
+        else:
+            signature = "; not signed"
+        print(f"ok  {directory}: {len(manifest['files'])} files match manifest.json{signature}")
 
 
 # -- rnncells quickstart ------------------------------------------------------------
@@ -397,12 +455,14 @@ COMMANDS: dict[str, Command] = {
         "export a trained run or .keras model as SavedModel (TF Serving layout) and ONNX, checked",
         export_arguments,
         export_command,
+        read_key_file,
         anticipated=(ValueError,),
     ),
     "verify": Command(
-        "check exported artifacts against the checksums of their manifest.json",
+        "check exported artifacts against their manifest.json (and its signature, with a key)",
         verify_arguments,
         verify_run,
+        read_key_file,
         anticipated=(ValueError,),
     ),
     "compare": Command(
@@ -413,8 +473,16 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, as every anticipated
+    error of the command: the argument, what is wrong, where help is."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="rnncells",
         description="Recurrent cells for Keras 3: train, export, serve. New here? "
         "`rnncells quickstart` runs the whole path in about a minute.",
@@ -433,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
 # -- running a command: paths, quiet libraries, one-line errors ------------------------
 # The arguments holding paths: made absolute where they enter, since the export
 # checks run child processes in other directories.
-PATH_ARGUMENTS = ("out", "run_dir")
+PATH_ARGUMENTS = ("out", "run_dir", "key_file")
 
 # How the package's messages name, as Python arguments, what the command line
 # calls by its flags.
@@ -447,6 +515,7 @@ CLI_WORDING = {
     "Argument `version`": "--version",
     "or another version": "or another --version",
     "Argument `format`": "--format",
+    "Argument `key`": "--key-file",
     "Argument `directory`: ": "",  # rnncells verify: the message names the directory
 }
 

@@ -1,11 +1,17 @@
 """Plain data that `rnncells` reads while parsing its arguments, importable
 without TensorFlow: the default `Settings` of each data task
-(`TASK_DEFAULTS`, used by `keras_rnncells.experiments`) and the names of the
-distribution strategies (`STRATEGIES`, built by `keras_rnncells.distribute`)."""
+(`TASK_DEFAULTS`, used by `keras_rnncells.experiments`), the names of the
+distribution strategies (`STRATEGIES`, built by `keras_rnncells.distribute`)
+and the check of ``TF_CONFIG`` (`cluster_config`), so that a malformed one is
+told before TensorFlow is imported."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
 
 STRATEGIES = ("none", "mirrored", "multiworker")
 
@@ -100,3 +106,45 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
         "Penn Treebank word-level language model (test perplexity)",
     ),
 }
+
+
+def cluster_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``TF_CONFIG`` of a multi-worker run, parsed and checked: a
+    ``cluster`` of ``worker`` (and optionally one ``chief``) "host:port"
+    addresses, and this process's ``task`` (``type`` and ``index``)."""
+    text = (os.environ if environ is None else environ).get("TF_CONFIG")
+    expected = (
+        'expected JSON like {"cluster": {"worker": ["host1:port", "host2:port"]}, '
+        '"task": {"type": "worker", "index": 0}}'
+    )
+    if not text:
+        raise ValueError(f"Environment variable `TF_CONFIG` is not set; {expected}")
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"Environment variable `TF_CONFIG` is not JSON ({error}); {expected}"
+        ) from None
+    cluster = config.get("cluster") if isinstance(config, dict) else None
+    task = config.get("task") if isinstance(config, dict) else None
+    if not isinstance(cluster, dict) or not isinstance(task, dict):
+        raise ValueError(f"Environment variable `TF_CONFIG` lacks `cluster` or `task`; {expected}")
+    for role, addresses in cluster.items():
+        if (
+            role not in ("chief", "worker")
+            or not isinstance(addresses, list)
+            or not addresses
+            or not all(isinstance(a, str) and ":" in a for a in addresses)
+        ):
+            raise ValueError(
+                "Environment variable `TF_CONFIG`: `cluster` must map 'worker' (and optionally "
+                f"'chief') to lists of 'host:port', received: {cluster!r}"
+            )
+    roles = cluster.get(task.get("type"), [])
+    index = task.get("index")
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(roles):
+        raise ValueError(
+            f"Environment variable `TF_CONFIG`: `task` must name a role of the cluster "
+            f"({sorted(cluster)}) and an index into its list, received: {task!r}"
+        )
+    return config

@@ -30,14 +30,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import tensorflow as tf
 
 from keras_rnncells.cells.base import check_positive_int
-from keras_rnncells.defaults import STRATEGIES
+from keras_rnncells.defaults import STRATEGIES, cluster_config
 
 
 def split_cpu(devices: int) -> None:
@@ -55,48 +55,6 @@ def split_cpu(devices: int) -> None:
             f"Cannot split the CPU into {devices} devices: TensorFlow has already "
             "initialized its devices; split before creating any tensor"
         ) from error
-
-
-def cluster_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The ``TF_CONFIG`` of a multi-worker run, parsed and checked: a
-    ``cluster`` of ``worker`` (and optionally one ``chief``) "host:port"
-    addresses, and this process's ``task`` (``type`` and ``index``)."""
-    text = (os.environ if environ is None else environ).get("TF_CONFIG")
-    expected = (
-        'expected JSON like {"cluster": {"worker": ["host1:port", "host2:port"]}, '
-        '"task": {"type": "worker", "index": 0}}'
-    )
-    if not text:
-        raise ValueError(f"Environment variable `TF_CONFIG` is not set; {expected}")
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(
-            f"Environment variable `TF_CONFIG` is not JSON ({error}); {expected}"
-        ) from None
-    cluster = config.get("cluster") if isinstance(config, dict) else None
-    task = config.get("task") if isinstance(config, dict) else None
-    if not isinstance(cluster, dict) or not isinstance(task, dict):
-        raise ValueError(f"Environment variable `TF_CONFIG` lacks `cluster` or `task`; {expected}")
-    for role, addresses in cluster.items():
-        if (
-            role not in ("chief", "worker")
-            or not isinstance(addresses, list)
-            or not addresses
-            or not all(isinstance(a, str) and ":" in a for a in addresses)
-        ):
-            raise ValueError(
-                "Environment variable `TF_CONFIG`: `cluster` must map 'worker' (and optionally "
-                f"'chief') to lists of 'host:port', received: {cluster!r}"
-            )
-    roles = cluster.get(task.get("type"), [])
-    index = task.get("index")
-    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(roles):
-        raise ValueError(
-            f"Environment variable `TF_CONFIG`: `task` must name a role of the cluster "
-            f"({sorted(cluster)}) and an index into its list, received: {task!r}"
-        )
-    return config
 
 
 def make_strategy(name: str) -> tf.distribute.Strategy:

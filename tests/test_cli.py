@@ -45,12 +45,19 @@ def test_help_lists_every_subcommand():
         assert re.search(rf"^\s+{name}\s+\S", done.stdout, re.MULTILINE), done.stdout
 
 
-def test_bad_arguments_exit_with_usage(capsys):
-    for argv in (["demo", "--epochs", "0"], ["cells", "--units", "x"], ["nope"], []):
+def test_bad_arguments_are_one_line_pointing_to_help(capsys):
+    for argv, prog in (
+        (["demo", "--epochs", "0"], "rnncells demo"),
+        (["cells", "--units", "x"], "rnncells cells"),
+        (["nope"], "rnncells"),
+        ([], "rnncells"),
+    ):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         assert exit_info.value.code == 2, argv
-        assert "usage: rnncells" in capsys.readouterr().err
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 1, lines
+        assert lines[0].startswith(f"{prog}: error: ") and f"(see `{prog} --help`)" in lines[0]
 
 
 def test_cells_table_lists_every_cell_with_its_parameters(capsys):
@@ -117,12 +124,14 @@ def test_tiny_demo_prints_its_table(capsys):
         (["export", "--help"], 0),
         (["train", "nope"], 2),
         (["demo", "--units", "0"], 2),
+        (["train", "adding", "--strategy", "multiworker", "--out", "run"], 2),  # TF_CONFIG
+        (["verify", "nothing", "--key-file", "missing"], 2),
     ],
 )
-def test_help_and_argument_errors_import_no_tensorflow(command, argv, code):
-    environ = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+def test_help_and_argument_errors_import_no_tensorflow(command, argv, code, tmp_path):
+    environ = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1", "TF_CONFIG": "{not json"}
     done = subprocess.run(
-        [*command, *argv], capture_output=True, text=True, env=environ, timeout=300
+        [*command, *argv], cwd=tmp_path, capture_output=True, text=True, env=environ, timeout=300
     )
     assert done.returncode == code, done.stderr[-2000:]
     imported = [
@@ -138,7 +147,10 @@ def test_help_and_argument_errors_import_no_tensorflow(command, argv, code):
 # Each case: the arguments, then what the one line on standard error says
 # after "rnncells COMMAND: error: " (a regular expression). Run in a directory
 # holding "file" (a file) and "done/results.json" (a finished run), with
-# RNNCELLS_DATA naming a folder that does not exist.
+# RNNCELLS_DATA naming a folder that does not exist and the variables of
+# `ENVIRONMENTS` (None: unset).
+TF_CONFIG_EXPECTED = r'; expected JSON like \{"cluster": \{"worker"'
+MULTIWORKER = ["train", "adding", "--strategy", "multiworker", "--out", "run"]
 ANTICIPATED_ERRORS = {
     "out-is-a-file": (
         ["quickstart", "--out", "file"],
@@ -163,24 +175,89 @@ ANTICIPATED_ERRORS = {
     "missing-model": (["export", "runs/nothing"], r"MODEL: /\S*/runs/nothing\b"),
     "unknown-format": (["export", "done", "--format", "tflite"], r"--format must name"),
     "not-an-export": (["verify", "done"], r"/\S*/done holds no manifest.json"),
+    "export-out-is-a-file": (
+        ["export", "done", "--out", "file"],
+        r"--out /\S*/file is a file, not a directory; choose another --out",
+    ),
+    "no-tf-config": (
+        MULTIWORKER,
+        rf"Environment variable `TF_CONFIG` is not set{TF_CONFIG_EXPECTED}",
+    ),
+    "malformed-tf-config": (
+        MULTIWORKER,
+        rf"Environment variable `TF_CONFIG` is not JSON \(.*\){TF_CONFIG_EXPECTED}",
+    ),
+    "tf-config-without-task": (
+        MULTIWORKER,
+        rf"Environment variable `TF_CONFIG` lacks `cluster` or `task`{TF_CONFIG_EXPECTED}",
+    ),
+    "tf-config-task-outside-the-cluster": (
+        MULTIWORKER,
+        r"Environment variable `TF_CONFIG`: `task` must name a role of the cluster",
+    ),
+    "unknown-cell": (
+        ["train", "adding", "--cell", "nope", "--out", "run"],
+        r"argument --cell: unknown cell 'nope'; registered cells: .*gru.* "
+        r"\(see `rnncells train --help`\)",
+    ),
+    "not-a-number": (
+        ["train", "adding", "--units", "x", "--out", "run"],
+        r"argument --units: expected a positive integer, received 'x' "
+        r"\(see `rnncells train --help`\)",
+    ),
+    "not-in-a-list": (
+        ["compare", "adding", "--units", "4,x", "--out", "run"],
+        r"argument --units: expected a positive integer, received 'x'",
+    ),
+    "not-an-integer": (
+        ["demo", "--seed", "1.5"],
+        r"argument --seed: expected an integer, received '1.5'",
+    ),
+    "no-out": (
+        ["train", "adding"],
+        r"the following arguments are required: --out \(see `rnncells train --help`\)",
+    ),
+    "unknown-command": (["nope"], r"argument command: invalid choice: 'nope'"),
+    "missing-key-file": (
+        ["verify", "done", "--key-file", "nokey"],
+        r"--key-file /\S*/nokey: No such file or directory; give the file of the key",
+    ),
+    "short-key": (
+        ["export", "done", "--key-file", "file"],
+        r"--key-file /\S*/file holds 15 bytes; a key needs at least 16",
+    ),
+}
+ENVIRONMENTS = {
+    "no-tf-config": {"TF_CONFIG": None},
+    "malformed-tf-config": {"TF_CONFIG": '{"cluster": '},
+    "tf-config-without-task": {"TF_CONFIG": '{"cluster": {"worker": ["localhost:1"]}}'},
+    "tf-config-task-outside-the-cluster": {
+        "TF_CONFIG": '{"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", '
+        '"index": 1}}'
+    },
 }
 
 
-@pytest.mark.parametrize(
-    ("argv", "expected"), ANTICIPATED_ERRORS.values(), ids=ANTICIPATED_ERRORS.keys()
-)
-def test_anticipated_errors_are_one_line_and_exit_2(tmp_path, argv, expected):
+@pytest.mark.parametrize("case", ANTICIPATED_ERRORS)
+def test_anticipated_errors_are_one_line_and_exit_2(tmp_path, case):
+    argv, expected = ANTICIPATED_ERRORS[case]
     (tmp_path / "file").write_text("not a directory\n")
     (tmp_path / "done").mkdir()
     (tmp_path / "done" / "results.json").write_text("{}\n")
     environ = {**os.environ, "RNNCELLS_DATA": str(tmp_path / "no-data")}
+    for name, value in ENVIRONMENTS.get(case, {}).items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
     done = subprocess.run(
         [*RNNCELLS, *argv], cwd=tmp_path, capture_output=True, text=True, env=environ, timeout=300
     )
     assert done.returncode == 2, done.stderr[-2000:]
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr[-2000:]
-    assert re.fullmatch(rf"rnncells {argv[0]}: error: {expected}.*", lines[0]), lines[0]
+    command = "rnncells" if argv[0] not in COMMANDS else f"rnncells {argv[0]}"
+    assert re.fullmatch(rf"{command}: error: {expected}.*", lines[0]), lines[0]
     # nothing left behind: no empty run or export directory
     assert sorted(p.name for p in tmp_path.iterdir()) == ["done", "file"]
     assert [p.name for p in Path(tmp_path, "done").iterdir()] == ["results.json"]

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -20,6 +24,7 @@ from keras_rnncells.layers import IMPLEMENTATIONS
 from keras_rnncells.layers.rnn import gpu_available
 
 BATCH, STEPS, FEATURES, UNITS = 2, 4, 3, 5
+ROOT = Path(kr.__file__).resolve().parent.parent
 CELLS = kr.list_cells()
 NAMED_LAYERS = sorted(
     (
@@ -175,3 +180,89 @@ def test_gru_reset_before_bias_shape() -> None:
         (UNITS, 3 * UNITS),
         (3 * UNITS,),
     ]
+
+
+# -- every .keras file the package writes loads after the README's import ---------------
+# Run in a fresh interpreter: loads each .keras file after IMPORT (the class
+# and weights of each, or its error), then, after importing every module of
+# the package, lists the classes registered with Keras that IMPORT had not.
+LOAD_EACH = """
+import importlib, json, pkgutil, sys
+import keras
+IMPORT
+def registered():
+    return {k for k in keras.saving.get_custom_objects() if k.startswith("keras_rnncells>")}
+report = {"registered": len(registered())}
+for name, path in json.loads(sys.argv[1]).items():
+    try:
+        model = keras.saving.load_model(path)
+    except Exception as error:
+        report[name] = {"error": f"{type(error).__name__}: {error}"}
+        continue
+    weights = [float(abs(w).sum()) for w in model.get_weights()]
+    report[name] = {"class": type(model).__name__, "weights": weights}
+before = registered()
+import keras_rnncells
+for module in pkgutil.walk_packages(keras_rnncells.__path__, "keras_rnncells."):
+    importlib.import_module(module.name)
+report["registered_late"] = sorted(registered() - before)
+print(json.dumps(report))
+"""
+
+
+def load_each_in_child(paths: dict[str, str], import_line: str) -> subprocess.Popen:
+    """`LOAD_EACH` of ``paths`` (name: .keras file) after ``import_line``,
+    started in a fresh interpreter."""
+    environ = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", LOAD_EACH.replace("IMPORT", import_line), json.dumps(paths)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environ,
+    )
+
+
+def report_of(child: subprocess.Popen) -> dict:
+    out, err = child.communicate(timeout=300)
+    assert child.returncode == 0, err[-3000:]
+    return json.loads(out.splitlines()[-1])
+
+
+def test_every_model_file_the_package_writes_loads_after_import_keras_rnncells(
+    tmp_path, tiny_app_models
+) -> None:
+    """What `rnncells train` saves (the four applications, and the data tasks'
+    functional models) loads in a fresh process after ``import keras_rnncells``
+    alone, as the README says, and that import registers every class the
+    package registers. Without it, Keras' error names the missing class by its
+    registered name, ``keras_rnncells>Class``."""
+    from keras_rnncells.data.tasks import load_task
+    from keras_rnncells.experiments import build_model
+    from keras_rnncells.training import save_model
+
+    task = load_task("adding", train_size=8, validation_size=8, test_size=8, steps=(4, 5))
+    models = [*tiny_app_models(), build_model(task, "mgu", 3)]
+    paths, weights = {}, {}
+    for model in models:
+        name = type(model).__name__
+        paths[name] = str(tmp_path / f"{name}.keras")
+        save_model(model, paths[name])
+        weights[name] = [float(np.abs(w).sum()) for w in model.get_weights()]
+    assert len(paths) == 5
+    with_import = load_each_in_child(paths, "import keras_rnncells")
+    without = load_each_in_child(paths, "")
+    loaded = report_of(with_import)
+    for name in paths:
+        assert "error" not in loaded[name], loaded[name]
+        assert loaded[name]["class"] == name
+        np.testing.assert_allclose(loaded[name]["weights"], weights[name], rtol=1e-6)
+    assert loaded["registered"] > 50 and loaded["registered_late"] == []
+    failed = report_of(without)
+    assert failed["registered"] == 0
+    for name in paths:
+        error = failed[name].get("error", "")
+        assert error.startswith("TypeError: ") and "Could not locate class" in error, error
+        # a Keras Functional model: the error names our layer inside it
+        missing = "RNN" if name == "Functional" else name
+        assert f"keras_rnncells>{missing}" in error, error

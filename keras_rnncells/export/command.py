@@ -27,6 +27,7 @@ import keras
 
 from keras_rnncells.checks import check_float
 from keras_rnncells.export import onnx, saved_model
+from keras_rnncells.export.manifest import check_key, sign_manifest
 from keras_rnncells.export.onnx import MODEL_FILE, write_onnx
 from keras_rnncells.export.saved_model import (
     Staging,
@@ -100,6 +101,7 @@ def export_servable(
     formats: tuple[str, ...] = FORMATS,
     overwrite: bool = False,
     tolerances: Mapping[str, float] | None = None,
+    key: bytes | None = None,
 ) -> dict[str, Path]:
     """Writes and checks each format of ``servable`` (a `Servable` or any
     Keras model, see `as_servable`) under ``export_dir``; returns the artifact
@@ -109,9 +111,12 @@ def export_servable(
     either). All formats are staged in hidden directories and checked before
     any is published: a failed check leaves ``export_dir`` as it was.
     ``tolerances``: the largest absolute float error allowed per format
-    (default `TOLERANCES`)."""
+    (default `TOLERANCES`). ``key``: each manifest is signed under it
+    (`manifest.sign_manifest`) before the version is published."""
     check_version(version)
     check_formats("formats", formats, formats)
+    if key is not None:
+        check_key(key)
     tolerances = {**TOLERANCES, **(tolerances or {})}
     if set(tolerances) != set(FORMATS):
         raise ValueError(
@@ -136,6 +141,9 @@ def export_servable(
             staged = staging.directory(targets["onnx"])
             write_onnx(servable, staged / MODEL_FILE, version=version, tolerance=tolerances["onnx"])
             paths["onnx"] = targets["onnx"] / MODEL_FILE
+        if key is not None:
+            for directory, _ in staging.staged:
+                sign_manifest(directory, key)
         staging.publish()
     return paths
 
@@ -146,7 +154,8 @@ def export_run(
     version: int | None = None,
     formats: tuple[str, ...] = FORMATS,
     overwrite: bool = False,
+    key: bytes | None = None,
 ) -> dict[str, Path]:
     """The model of ``model`` (a run directory or a ``.keras`` file) as
     serving artifacts under ``export_dir`` (see `export_servable`)."""
-    return export_servable(read_model(model), export_dir, version, formats, overwrite)
+    return export_servable(read_model(model), export_dir, version, formats, overwrite, key=key)
