@@ -363,7 +363,7 @@ def export_command(args: argparse.Namespace) -> None:
     paths = export_run(
         args.run_dir, args.out, args.version, parse_formats(args.format), args.overwrite, args.key
     )
-    signed = ", signed" if args.key is not None else ""
+    signed = " and its signature" if args.key is not None else ""
     for fmt, path in paths.items():
         print(f"{fmt:<10} {path} (checked; manifest.json{signed} beside it)")
 

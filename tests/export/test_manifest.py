@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -126,6 +127,15 @@ def make_socket(path: Path) -> None:
         os.chdir(cwd)
 
 
+def make_device(path: Path) -> None:
+    """A character device at ``path`` (the numbers of /dev/null); creating one
+    needs a privilege that not every test machine grants."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("creating a device node is not permitted here")
+
+
 def replace_by_link_to_copy(path: Path) -> None:
     """The file replaced by a symbolic link to an identical copy elsewhere."""
     outside = path.parent.parent.parent / f"outside-{path.name}"
@@ -150,6 +160,7 @@ PLANTED = {
     ),
     "fifo": (lambda d: os.mkfifo(d / "assets" / "pipe"), r"assets/pipe is a FIFO"),
     "socket": (lambda d: make_socket(d / "s"), r"\bs is a socket"),
+    "device": (lambda d: make_device(d / "variables" / "null"), r"variables/null is a character"),
     "empty-directory": (
         lambda d: (d / "variables" / "empty").mkdir(),
         r"directory variables/empty/ is not listed in manifest\.json",
