@@ -4,6 +4,11 @@ Each raises a ``ValueError`` that names the argument (``Argument `units` ...``)
 or the input (``Input `sequences` of layer 'gru' ...``), says what was expected
 and what was received, and otherwise returns the value (normalized: a NumPy
 integer as ``int``, a rate as ``float``).
+
+The argument checks take the argument's name first, then its value, then what
+the check needs (``check_float(name, value, interval)``). Checks of one
+module's own arguments (SCRN's ``alpha``, MuFuRU's ``operations``) stay in that
+module.
 """
 
 from __future__ import annotations
@@ -16,13 +21,18 @@ from typing import Any
 import keras
 
 __all__ = [
+    "check_bool",
     "check_choice",
     "check_float",
     "check_input",
+    "check_integer",
     "check_keras_object",
     "check_mapping",
+    "check_optional_positive_int",
     "check_positive_int",
+    "check_range",
     "check_rate",
+    "check_seed",
     "check_shape",
     "set_keras_objects",
     "shapes_compatible",
@@ -33,6 +43,47 @@ def check_positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
         raise ValueError(f"Argument `{name}` must be a positive integer, received: {value!r}")
     return int(value)
+
+
+def check_optional_positive_int(name: str, value: Any) -> int | None:
+    """A positive integer, or ``None``."""
+    return None if value is None else check_positive_int(name, value)
+
+
+def check_integer(name: str, value: Any, minimum: int) -> int:
+    """A Python integer ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"Argument `{name}` must be an integer >= {minimum}, received: {value!r}")
+    return value
+
+
+def check_seed(name: str, value: Any) -> int:
+    """A random seed: any integer (a NumPy one included), as ``int``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"Argument `{name}` must be an integer, received: {value!r}")
+    return int(value)
+
+
+def check_range(name: str, value: Any, minimum: int = 1) -> tuple[int, int]:
+    """A pair ``(low, high)`` of integers with ``minimum <= low <= high``."""
+    if (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and minimum <= value[0] <= value[1]
+    ):
+        return int(value[0]), int(value[1])
+    raise ValueError(
+        f"Argument `{name}` must be a pair (low, high) of integers with {minimum} <= low <= high, "
+        f"received: {value!r}"
+    )
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``True`` or ``False`` (nothing else: no truthy stand-ins)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"Argument `{name}` must be True or False, received: {value!r}")
+    return value
 
 
 def check_float(name: str, value: Any, interval: str = "(-inf, inf)") -> float:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import keras
 import numpy as np
 
-from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.checks import check_positive_int
 from keras_rnncells.data.synthetic import adding_problem
 from keras_rnncells.layers import GRU, MGU, CellLayer
 

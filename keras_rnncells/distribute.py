@@ -36,7 +36,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.checks import check_positive_int
 from keras_rnncells.defaults import STRATEGIES, cluster_config
 
 

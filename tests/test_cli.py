@@ -75,6 +75,7 @@ def test_cells_table_lists_every_cell_with_its_parameters(capsys):
     assert rows["lstm"]["state size"] == f"[{n}, {n}]"
     assert rows["mgu"]["blocks"] == "f h"
     assert rows["mgu"]["class"] == "MGUCell"
+    assert rows["mgu"]["module"] == "keras_rnncells.cells.mgu"
     assert "Zhou" in rows["mgu"]["citation"]
 
 

@@ -11,7 +11,9 @@ their settings, export, data). Nothing trains; models are tiny.
 
 from __future__ import annotations
 
+import ast
 import functools
+import inspect
 import json
 import tempfile
 from collections.abc import Callable
@@ -22,7 +24,7 @@ import numpy as np
 import pytest
 
 import keras_rnncells as kr
-from keras_rnncells import seq2seq, text
+from keras_rnncells import checks, seq2seq, text
 from keras_rnncells.apps.color_namer import ColorNamer, NamerSettings
 from keras_rnncells.apps.name_to_color import NameToColor, NameToColorSettings
 from keras_rnncells.apps.sentiment import SentimentClassifier, SentimentSettings
@@ -199,6 +201,16 @@ CELL_ROWS = [
         "cell-features-unknown",
         lambda: kr.GRU(UNITS)(keras.Input((STEPS, None))),
         r"known input feature size",
+    ),
+    *(
+        row(
+            f"cell-{name}-recurrent_activation-without-gates",
+            lambda name=name: kr.get_cell(name)(UNITS, recurrent_activation="relu"),
+            rf"Unrecognized keyword arguments passed to {kr.get_cell(name).__name__}: "
+            r"\{'recurrent_activation': 'relu'\}",
+        )
+        for name in CELLS
+        if not issubclass(kr.get_cell(name), kr.GatedCell)
     ),
     row(
         "get_cell-unknown",
@@ -723,3 +735,30 @@ def test_bad_argument_or_input_raises_a_clear_error(
 def test_row_ids_are_unique() -> None:
     ids = [param.id for param in ROWS]
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+
+
+# -- the checks themselves -----------------------------------------------------------------
+INPUT_CHECKS = ("check_input", "check_shape")  # an input of a layer: (layer, name, value, ...)
+ARGUMENT_CHECKS = [
+    name for name in checks.__all__ if name.startswith("check_") and name not in INPUT_CHECKS
+]
+
+
+@pytest.mark.parametrize("check", ARGUMENT_CHECKS)
+def test_argument_checks_take_the_name_then_the_value(check: str) -> None:
+    assert list(inspect.signature(getattr(checks, check)).parameters)[:2] == ["name", "value"]
+
+
+def test_generic_checks_live_in_checks_only() -> None:
+    """No module defines a check of ``checks.py`` again, nor imports one from
+    elsewhere (``from keras_rnncells.cells.base import check_positive_int``)."""
+    for path in Path(kr.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.col_offset == 0:
+                assert path.name == "checks.py" or node.name not in checks.__all__, (
+                    f"{path} defines {node.name} again"
+                )
+            if isinstance(node, ast.ImportFrom) and node.module != "keras_rnncells.checks":
+                names = {alias.name for alias in node.names} & set(checks.__all__)
+                assert not names, f"{path} imports {sorted(names)} from {node.module}"

@@ -13,16 +13,12 @@ from keras_rnncells.checks import (
     check_choice,
     check_float,
     check_mapping,
+    check_optional_positive_int,
     check_positive_int,
     check_rate,
+    check_seed,
 )
-from keras_rnncells.data.pipeline import check_seed
 from keras_rnncells.text import Tokenizer
-
-
-def check_optional_positive_int(name: str, value: Any) -> int | None:
-    return None if value is None else check_positive_int(name, value)
-
 
 # The checks of the settings fields, by name, shared by the applications' runs.
 SETTING_CHECKS: dict[str, Callable[[str, Any], Any]] = {
@@ -42,7 +38,7 @@ SETTING_CHECKS: dict[str, Callable[[str, Any], Any]] = {
         check_positive_int,
     ),
     "train_size": check_optional_positive_int,
-    "seed": lambda name, value: check_seed(value),
+    "seed": check_seed,
     "cell": lambda name, value: check_choice(name, value, list_cells()),
     "cell_options": check_mapping,
     "dropout": check_rate,

@@ -1,6 +1,6 @@
 """Recurrent cells, one module per family."""
 
-from keras_rnncells.cells.base import AbstractRNNCell, DenseGatesCell
+from keras_rnncells.cells.base import AbstractRNNCell, DenseGatesCell, GatedCell
 from keras_rnncells.cells.gru import GRUCell
 from keras_rnncells.cells.jordan import JordanRNNCell
 from keras_rnncells.cells.lstm import LSTMCell
@@ -28,6 +28,7 @@ __all__ = [
     "DSGUCell",
     "DenseGatesCell",
     "GRUCell",
+    "GatedCell",
     "IRNNCell",
     "JordanRNNCell",
     "LSTMCell",

@@ -15,8 +15,8 @@ dropped) plus the split that makes cells fast:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar, NamedTuple
 
 import keras
 from keras import activations, constraints, initializers, ops, regularizers
@@ -27,6 +27,7 @@ from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
 from keras_rnncells.checks import (
     check_input,
+    check_keras_object,
     check_positive_int,
     check_rate,
     set_keras_objects,
@@ -100,9 +101,19 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
 
     ``citation`` is a short reference (authors, year, title) shown by
     ``rnncells cells`` and README's table.
+
+    Library kernels of a cell's equations: ``cudnn_kernel`` (Keras' cuDNN
+    kernel computes this class; inherited, so a subclass that changes the
+    equations sets it False) and ``onnx_op`` (ONNX's native op computing this
+    class, read on the class that declares it only: a subclass is a cell of
+    its own). ``cudnn_ineligibility()`` and ``onnx_ineligibility()`` answer,
+    for a configured cell, why such a kernel cannot compute it (``None``: it
+    can); the layer and the ONNX exporter ask them and nothing else.
     """
 
     citation: str = ""
+    cudnn_kernel: ClassVar[bool] = False
+    onnx_op: ClassVar[str | None] = None
     _matmul_recorder = None  # set by the fused path while it traces a step
 
     def __init__(
@@ -239,15 +250,35 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
         finally:
             self._recurrent_dropout_mask = outer
 
-    def recurrence_is_plain(self) -> bool:
-        """Whether no recurrent regularizer changes the recurrence (recurrent
-        dropout, DropConnect, layer norm): what cuDNN's kernels compute."""
-        return self.recurrent_dropout == 0 and self.recurrent_dropconnect == 0
+    # -- library kernels: cuDNN, ONNX's native recurrences -----------------------
+    def cudnn_conflicts(self) -> list[str]:
+        """The settings of this cell (``name=value``) that Keras' cuDNN kernel
+        of its class does not compute."""
+        return [
+            f"{name}={getattr(self, name)}"
+            for name in ("recurrent_dropout", "recurrent_dropconnect")
+            if getattr(self, name) > 0
+        ]
 
-    # -- cuDNN ------------------------------------------------------------------
+    def onnx_conflicts(self) -> list[str]:
+        """The settings of this cell (``name=value``) that ONNX's native op of
+        its class does not compute (the exporter writes float32 nodes)."""
+        dtype = self.compute_dtype
+        return [] if dtype == "float32" else [f"dtype={dtype!r}"]
+
+    def cudnn_ineligibility(self) -> str | None:
+        """Why Keras' cuDNN kernel cannot compute this cell; ``None`` when it can."""
+        return kernel_ineligibility(self, "cuDNN kernel", self.cudnn_kernel, self.cudnn_conflicts)
+
     def cudnn_compatible(self) -> bool:
         """Whether this cell's configuration has a cuDNN kernel."""
-        return False
+        return self.cudnn_ineligibility() is None
+
+    def onnx_ineligibility(self) -> str | None:
+        """Why ONNX's native op (``onnx_op``: GRU, LSTM, RNN) cannot compute
+        this cell; ``None`` when it can."""
+        declared = self.onnx_op is not None and "onnx_op" in vars(type(self))
+        return kernel_ineligibility(self, "native ONNX op", declared, self.onnx_conflicts)
 
     def cudnn_loop(self, sequences, initial_state, mask, go_backwards, return_sequences):
         raise NotImplementedError
@@ -261,6 +292,23 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
             seed=self.seed,
         )
         return config
+
+
+def kernel_ineligibility(
+    cell: AbstractRNNCell, kernel: str, exists: bool, conflicts: Callable[[], list[str]]
+) -> str | None:
+    """``None`` where ``kernel`` (a library's kernel of the cell's class, if
+    it ``exists``) computes ``cell``, else a sentence saying why not, naming
+    the ``conflicts()`` (settings the kernel does not compute)."""
+    name = type(cell).__name__
+    if not exists:
+        return f"{name} has no {kernel}"
+    found = conflicts()
+    return f"{name} with {', '.join(found)} has no {kernel}" if found else None
+
+
+def activation_name(activation: Any) -> str:
+    return getattr(activation, "__name__", repr(activation))
 
 
 class DenseGatesCell(AbstractRNNCell):
@@ -280,15 +328,23 @@ class DenseGatesCell(AbstractRNNCell):
     normalizes ``c_t`` before its output ``tanh``; this option does not.)
     Cells with their own ``project_inputs`` opt in through
     ``supports_layer_norm``.
+
+    Only cells with gates take ``recurrent_activation`` (`GatedCell`); the
+    others refuse it as Keras refuses an unknown argument.
+
+    ``uses_combine``: declared True by a class whose ``step`` makes every
+    pre-activation as ``combine(projected block, recurrent term)``, the hook
+    through which multiplicative integration (cells/mi.py) changes a cell; MI
+    refuses a cell whose ``step`` comes from a class without it.
     """
 
     blocks: tuple[str, ...] = ()
+    uses_combine: ClassVar[bool] = False
 
     def __init__(
         self,
         units: int,
         activation: Any = "tanh",
-        recurrent_activation: Any = "sigmoid",
         use_bias: bool = True,
         kernel_initializer: Any = "glorot_uniform",
         recurrent_initializer: Any = "orthogonal",
@@ -315,7 +371,6 @@ class DenseGatesCell(AbstractRNNCell):
         set_keras_objects(
             self,
             activation=(activation, activations.get),
-            recurrent_activation=(recurrent_activation, activations.get),
             kernel_initializer=(kernel_initializer, initializers.get),
             recurrent_initializer=(recurrent_initializer, initializers.get),
             bias_initializer=(bias_initializer, initializers.get),
@@ -426,8 +481,23 @@ class DenseGatesCell(AbstractRNNCell):
         gain = select_columns(self.recurrent_norm_gain, columns)
         return layer_normalize(product, gain, select_columns(self.recurrent_norm_bias, columns))
 
-    def recurrence_is_plain(self) -> bool:
-        return super().recurrence_is_plain() and not self.layer_norm
+    def standard_form_conflicts(self) -> list[str]:
+        """The settings (``name=value``) that leave the standard form of the
+        cell's equations, the one library kernels compute: an activation other
+        than tanh, layer norm."""
+        conflicts = []
+        if activation_name(self.activation) != "tanh":
+            conflicts.append(f"activation={activation_name(self.activation)!r}")
+        if self.layer_norm:
+            conflicts.append("layer_norm=True")
+        return conflicts
+
+    def cudnn_conflicts(self) -> list[str]:
+        bias = [] if self.use_bias else ["use_bias=False"]
+        return self.standard_form_conflicts() + bias + super().cudnn_conflicts()
+
+    def onnx_conflicts(self) -> list[str]:
+        return self.standard_form_conflicts() + super().onnx_conflicts()
 
     def project_inputs(self, inputs: Tensor) -> tuple:
         projected = self.input_matmul(inputs)
@@ -448,7 +518,6 @@ class DenseGatesCell(AbstractRNNCell):
         config.update(
             units=self.units,
             activation=activations.serialize(self.activation),
-            recurrent_activation=activations.serialize(self.recurrent_activation),
             use_bias=self.use_bias,
             kernel_initializer=initializers.serialize(self.kernel_initializer),
             recurrent_initializer=initializers.serialize(self.recurrent_initializer),
@@ -461,4 +530,28 @@ class DenseGatesCell(AbstractRNNCell):
             bias_constraint=constraints.serialize(self.bias_constraint),
             layer_norm=self.layer_norm,
         )
+        return config
+
+
+class GatedCell(DenseGatesCell):
+    """A `DenseGatesCell` with gates: it takes ``recurrent_activation``, the
+    gates' squashing function (sigmoid by default), which library kernels
+    compute in its standard form only."""
+
+    def __init__(self, units: int, recurrent_activation: Any = "sigmoid", **kwargs: Any) -> None:
+        super().__init__(units, **kwargs)
+        self.recurrent_activation = check_keras_object(
+            "recurrent_activation", recurrent_activation, activations.get
+        )
+
+    def standard_form_conflicts(self) -> list[str]:
+        conflicts = super().standard_form_conflicts()
+        name = activation_name(self.recurrent_activation)
+        if name != "sigmoid":
+            conflicts.append(f"recurrent_activation={name!r}")
+        return conflicts
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config["recurrent_activation"] = activations.serialize(self.recurrent_activation)
         return config

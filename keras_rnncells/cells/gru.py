@@ -6,7 +6,7 @@ from typing import Any
 
 from keras import ops
 
-from keras_rnncells.cells.base import DenseGatesCell
+from keras_rnncells.cells.base import GatedCell
 from keras_rnncells.cells.registry import register_cell
 
 
@@ -14,10 +14,6 @@ def tf_backend():
     from keras.src.backend.tensorflow import rnn
 
     return rnn
-
-
-def is_default(activation, name: str) -> bool:
-    return getattr(activation, "__name__", None) == name
 
 
 # Keras 1 and 2's kernel choices, which keras.layers.GRUCell and LSTMCell
@@ -37,7 +33,7 @@ def pop_legacy_implementation(kwargs: dict) -> None:
 
 
 @register_cell("gru")
-class GRUCell(DenseGatesCell):
+class GRUCell(GatedCell):
     """Gated recurrent unit (Cho et al. 2014, "Learning phrase representations
     using RNN encoder-decoder for statistical machine translation").
 
@@ -60,6 +56,9 @@ class GRUCell(DenseGatesCell):
 
     blocks = ("z", "r", "h")
     citation = "Cho et al. 2014, Learning phrase representations using RNN encoder-decoder"
+    uses_combine = True
+    cudnn_kernel = True
+    onnx_op = "GRU"
 
     def __init__(self, units: int, reset_after: bool = True, **kwargs: Any) -> None:
         pop_legacy_implementation(kwargs)
@@ -97,14 +96,9 @@ class GRUCell(DenseGatesCell):
         h = z * h_prev + (1.0 - z) * h_tilde
         return h, [h]
 
-    def cudnn_compatible(self) -> bool:
-        return (
-            self.reset_after
-            and self.use_bias
-            and self.recurrence_is_plain()
-            and is_default(self.activation, "tanh")
-            and is_default(self.recurrent_activation, "sigmoid")
-        )
+    def cudnn_conflicts(self) -> list[str]:
+        reset_before = [] if self.reset_after else ["reset_after=False"]
+        return reset_before + super().cudnn_conflicts()
 
     def cudnn_loop(self, sequences, initial_state, mask, go_backwards, return_sequences):
         return tf_backend().gru(

@@ -6,9 +6,9 @@ from typing import Any
 
 from keras import activations, ops
 
-from keras_rnncells.cells.base import DenseGatesCell, check_positive_int
+from keras_rnncells.cells.base import DenseGatesCell
 from keras_rnncells.cells.registry import register_cell
-from keras_rnncells.checks import check_keras_object
+from keras_rnncells.checks import check_keras_object, check_positive_int
 
 
 @register_cell("jordan")
@@ -39,6 +39,7 @@ class JordanRNNCell(DenseGatesCell):
 
     blocks = ("h",)
     citation = "Jordan 1986, Serial order: a parallel distributed processing approach"
+    uses_combine = True
 
     def __init__(
         self,
@@ -48,7 +49,6 @@ class JordanRNNCell(DenseGatesCell):
         output_activation: Any = "tanh",
         **kwargs: Any,
     ) -> None:
-        kwargs.pop("recurrent_activation", None)
         super().__init__(units, activation=activation, **kwargs)
         self.output_units = (
             self.units if output_units is None else check_positive_int("output_units", output_units)
@@ -89,7 +89,6 @@ class JordanRNNCell(DenseGatesCell):
 
     def get_config(self):
         config = super().get_config()
-        del config["recurrent_activation"]
         config.update(
             output_units=self.output_units,
             output_activation=activations.serialize(self.output_activation),

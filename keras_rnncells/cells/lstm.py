@@ -6,13 +6,13 @@ from typing import Any
 
 from keras import ops
 
-from keras_rnncells.cells.base import DenseGatesCell
-from keras_rnncells.cells.gru import is_default, pop_legacy_implementation, tf_backend
+from keras_rnncells.cells.base import GatedCell
+from keras_rnncells.cells.gru import pop_legacy_implementation, tf_backend
 from keras_rnncells.cells.registry import register_cell
 
 
 @register_cell("lstm")
-class LSTMCell(DenseGatesCell):
+class LSTMCell(GatedCell):
     """Long short-term memory with a forget gate (Hochreiter & Schmidhuber 1997,
     "Long short-term memory"; forget gate: Gers et al. 2000).
 
@@ -33,6 +33,9 @@ class LSTMCell(DenseGatesCell):
 
     blocks = ("i", "f", "c", "o")
     citation = "Hochreiter & Schmidhuber 1997, Long short-term memory; Gers et al. 2000"
+    uses_combine = True
+    cudnn_kernel = True
+    onnx_op = "LSTM"
 
     def __init__(self, units: int, unit_forget_bias: bool = True, **kwargs: Any) -> None:
         pop_legacy_implementation(kwargs)
@@ -66,14 +69,6 @@ class LSTMCell(DenseGatesCell):
         c = f * c_prev + i * self.activation(self.combine(x_c, u_c))
         h = o * self.activation(c)
         return h, [h, c]
-
-    def cudnn_compatible(self) -> bool:
-        return (
-            self.use_bias
-            and self.recurrence_is_plain()
-            and is_default(self.activation, "tanh")
-            and is_default(self.recurrent_activation, "sigmoid")
-        )
 
     def cudnn_loop(self, sequences, initial_state, mask, go_backwards, return_sequences):
         return tf_backend().lstm(

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import keras
 from keras import constraints, initializers, ops, regularizers
 
-from keras_rnncells.cells.base import DenseGatesCell
+from keras_rnncells.cells.base import GatedCell
 from keras_rnncells.cells.registry import register_cell
 from keras_rnncells.checks import set_keras_objects
 
@@ -19,7 +19,7 @@ GREFF = "Greff et al. 2015, LSTM: A search space odyssey"
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
-class LSTMVariantCell(DenseGatesCell):
+class LSTMVariantCell(GatedCell):
     """An LSTM with optional peepholes, a coupled input gate and each gate
     removable (the variants of Greff et al. 2015, "LSTM: A search space
     odyssey", and Wu & King 2016's simplified LSTM).
@@ -57,6 +57,7 @@ class LSTMVariantCell(DenseGatesCell):
     """
 
     citation = GREFF
+    uses_combine = True
 
     def __init__(
         self,

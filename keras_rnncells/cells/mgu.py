@@ -6,12 +6,12 @@ from typing import Any
 
 from keras import ops
 
-from keras_rnncells.cells.base import DenseGatesCell
+from keras_rnncells.cells.base import GatedCell
 from keras_rnncells.cells.registry import register_cell
 
 
 @register_cell("mgu")
-class MGUCell(DenseGatesCell):
+class MGUCell(GatedCell):
     """Minimal gated unit (Zhou, Wu, Zhang & Zhou 2016, "Minimal gated unit for
     recurrent neural networks"): a GRU whose update and reset gates are one
     forget gate.

@@ -37,7 +37,12 @@ class MultiplicativeIntegration(DenseGatesCell):
 
     Mixed in front of a dense-gate cell (``class C(MultiplicativeIntegration,
     GRUCell)``), it keeps that cell's equations, weights and ``step``: only
-    ``project_inputs`` and ``combine`` change. No cuDNN kernel computes it.
+    ``project_inputs`` and ``combine`` change. That holds for a cell whose
+    ``step`` makes every pre-activation through ``combine``, which its class
+    declares with ``uses_combine = True`` (SimpleRNN, Jordan, GRU, LSTM and the
+    LSTM variants); mixed with any other (MGU, MUT1-3, SGU, SCRN, MuFuRU) the
+    class definition raises a ``TypeError``. No cuDNN kernel or native ONNX op
+    computes it.
 
     Initial values: α = 1, β₁ = β₂ = 0.5 (``alpha_initializer="ones"``;
     ``beta1_initializer`` and ``beta2_initializer`` of ``None`` mean
@@ -48,6 +53,20 @@ class MultiplicativeIntegration(DenseGatesCell):
     """
 
     citation = CITATION
+    cudnn_kernel = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        mro = cls.__mro__
+        cell = mro[mro.index(MultiplicativeIntegration) + 1]
+        stepper = next(klass for klass in mro if "step" in vars(klass))
+        if not vars(stepper).get("uses_combine", False):
+            raise TypeError(
+                f"{cls.__name__}: multiplicative integration cannot be mixed with "
+                f"{cell.__name__}, whose step ({stepper.__name__}.step) does not make its "
+                "pre-activations through `combine`, the hook MI changes (a class whose step "
+                "does declares `uses_combine = True`, e.g. GRUCell)"
+            )
 
     def __init__(
         self,
@@ -88,9 +107,6 @@ class MultiplicativeIntegration(DenseGatesCell):
     def combine(self, projected, recurrent):
         scale, offset = projected
         return scale * recurrent + offset
-
-    def cudnn_compatible(self) -> bool:
-        return False
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -7,8 +7,9 @@ from typing import Any
 
 from keras import ops
 
-from keras_rnncells.cells.base import DenseGatesCell, Tensor, as_state_list, check_positive_int
+from keras_rnncells.cells.base import GatedCell, Tensor, as_state_list
 from keras_rnncells.cells.registry import register_cell
+from keras_rnncells.checks import check_positive_int
 
 Operation = Callable[[Tensor, Tensor], Tensor]
 
@@ -101,7 +102,7 @@ def check_operations(operations: Any) -> tuple[str, ...]:
 
 
 @register_cell("mufuru")
-class MuFuRUCell(DenseGatesCell):
+class MuFuRUCell(GatedCell):
     """Multi-function recurrent unit (Weissenborn & Rocktäschel 2016, "MuFuRU:
     The multi-function recurrent unit"): the new state is a per-dimension
     softmax mixture of ``l`` composition operations of the state and a

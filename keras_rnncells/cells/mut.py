@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 from keras import activations, ops
 
-from keras_rnncells.cells.base import DenseGatesCell, Tensor
+from keras_rnncells.cells.base import GatedCell, Tensor
 from keras_rnncells.cells.registry import register_cell
 
 
-class MutatedUnitCell(DenseGatesCell):
+class MutatedUnitCell(GatedCell):
     """The shared shape of MUT1-3 (not registered; use the three cells below).
 
     Every MUT has an update gate ``z``, a reset gate ``r`` and a candidate

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import keras
 
 from keras_rnncells.cells.base import AbstractRNNCell
+from keras_rnncells.checks import check_choice, check_mapping
 
 _CELLS: dict[str, type[AbstractRNNCell]] = {}
 
@@ -38,3 +39,10 @@ def get_cell(name: str) -> type[AbstractRNNCell]:
         raise ValueError(
             f"Argument `name` must be one of {list_cells()}, received: {name!r}"
         ) from None
+
+
+def make_cell(name: str, units: int, options: dict[str, Any] | None = None) -> AbstractRNNCell:
+    """``get_cell(name)(units, **options)``, the errors naming the arguments as
+    the applications and seq2seq layers take them (``cell``, ``cell_options``)."""
+    cell_class = get_cell(check_choice("cell", name, list_cells()))
+    return cell_class(units, **check_mapping("cell_options", options))

@@ -7,8 +7,9 @@ from typing import Any
 
 from keras import initializers, ops
 
-from keras_rnncells.cells.base import DenseGatesCell, check_positive_int
+from keras_rnncells.cells.base import DenseGatesCell
 from keras_rnncells.cells.registry import register_cell
+from keras_rnncells.checks import check_positive_int
 
 
 def check_alpha(alpha: Any, learn_alpha: bool) -> float:
@@ -72,7 +73,6 @@ class SCRNCell(DenseGatesCell):
         activation: Any = "sigmoid",
         **kwargs: Any,
     ) -> None:
-        kwargs.pop("recurrent_activation", None)
         super().__init__(units, activation=activation, **kwargs)
         if context_units is None:
             context_units = max(1, self.units // 5)
@@ -130,7 +130,6 @@ class SCRNCell(DenseGatesCell):
 
     def get_config(self):
         config = super().get_config()
-        del config["recurrent_activation"]
         config.update(
             context_units=self.context_units, alpha=self.alpha, learn_alpha=self.learn_alpha
         )

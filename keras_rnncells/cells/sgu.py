@@ -6,13 +6,13 @@ from typing import Any
 
 from keras import activations
 
-from keras_rnncells.cells.base import DenseGatesCell, Tensor
+from keras_rnncells.cells.base import GatedCell, Tensor
 from keras_rnncells.cells.registry import register_cell
 from keras_rnncells.checks import check_keras_object
 
 
 @register_cell("sgu")
-class SGUCell(DenseGatesCell):
+class SGUCell(GatedCell):
     """Simple gated unit (Gao & Glowacka 2016, "Deep gate recurrent neural
     network"): one multiplicative gate, one update gate.
 

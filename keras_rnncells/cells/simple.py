@@ -27,9 +27,10 @@ class SimpleRNNCell(DenseGatesCell):
 
     blocks = ("h",)
     citation = "Elman 1990, Finding structure in time"
+    uses_combine = True
+    onnx_op = "RNN"
 
     def __init__(self, units: int, activation: Any = "tanh", **kwargs: Any) -> None:
-        kwargs.pop("recurrent_activation", None)
         super().__init__(units, activation=activation, **kwargs)
 
     def step(self, projected, states, training=False):
@@ -37,11 +38,6 @@ class SimpleRNNCell(DenseGatesCell):
         h_prev = self.drop_recurrent(states[0], training)
         h = self.activation(self.combine(x_h, self.recurrent_matmul(h_prev)))
         return h, [h]
-
-    def get_config(self):
-        config = super().get_config()
-        del config["recurrent_activation"]
-        return config
 
 
 @register_cell("irnn")

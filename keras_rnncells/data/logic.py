@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_rnncells.cells.base import check_positive_int
-from keras_rnncells.data.pipeline import binary_targets, check_range, check_seed, split_datasets
+from keras_rnncells.checks import check_positive_int, check_range, check_seed
+from keras_rnncells.data.pipeline import binary_targets, split_datasets
 from keras_rnncells.data.tasks import Task, register_task
 
 # Output for the inputs (a, b) = (F, F), (F, T), (T, F), (T, T).
@@ -118,7 +118,7 @@ def logic(
         raise ValueError(f"Argument `shape` must be one of {SHAPES}, received: {shape!r}")
     train_gates = check_range("train_gates", train_gates)
     test_gates = check_range("test_gates", test_gates)
-    rng = np.random.default_rng(check_seed(seed))
+    rng = np.random.default_rng(check_seed("seed", seed))
     seen: set[Formula] = set()
     splits = [
         encode_formulas(distinct_formulas(check_positive_int(k, size), gates, rng, seen, shape))

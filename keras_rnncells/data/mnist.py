@@ -14,9 +14,9 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.checks import check_optional_positive_int, check_positive_int
 from keras_rnncells.data.paths import data_file
-from keras_rnncells.data.pipeline import check_limit, fixed_length_dataset, split_datasets, subset
+from keras_rnncells.data.pipeline import fixed_length_dataset, split_datasets, subset
 from keras_rnncells.data.tasks import Task, register_task
 
 IMAGE_SIZE = 28
@@ -39,7 +39,7 @@ def mnist_task(
 ) -> Task:
     """MNIST as sequences of ``784 // features`` steps of ``features`` pixels;
     ``limit`` keeps at most that many images of each split (a fixed random subset)."""
-    limit = check_limit(limit)
+    limit = check_optional_positive_int("limit", limit)
     arrays = read_mnist(root)
     count = len(arrays["y_train"])
     if check_positive_int("validation_size", validation_size) >= count:

@@ -23,38 +23,13 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.checks import check_positive_int, check_seed
 
 AUTOTUNE = tf.data.AUTOTUNE
 MAX_BUCKETS = 16
 # Subsets taken by `limit` are drawn with this seed, whatever the task's seed,
 # so a smoke test and a full run see the same kind of split.
 SUBSET_SEED = 0
-
-
-def check_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"Argument `seed` must be an integer, received: {seed!r}")
-    return int(seed)
-
-
-def check_limit(limit: Any) -> int | None:
-    return None if limit is None else check_positive_int("limit", limit)
-
-
-def check_range(name: str, value: Any, minimum: int = 1) -> tuple[int, int]:
-    """``value`` as ``(low, high)`` integers with ``minimum <= low <= high``."""
-    if (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        and minimum <= value[0] <= value[1]
-    ):
-        return int(value[0]), int(value[1])
-    raise ValueError(
-        f"Argument `{name}` must be a pair (low, high) of integers with {minimum} <= low <= high, "
-        f"received: {value!r}"
-    )
 
 
 def subset(count: int, limit: int | None) -> np.ndarray:
@@ -182,7 +157,7 @@ def split_datasets(
 ) -> dict[str, tf.data.Dataset]:
     """The ``train`` (shuffled with ``seed``), ``validation`` and ``test``
     datasets of three ``(inputs, targets)`` splits, as `Task` arguments."""
-    batch_size, seed = check_positive_int("batch_size", batch_size), check_seed(seed)
+    batch_size, seed = check_positive_int("batch_size", batch_size), check_seed("seed", seed)
     train, validation, test = splits
     return {
         "train": build(*train, batch_size, shuffle_seed=seed),

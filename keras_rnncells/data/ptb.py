@@ -23,9 +23,9 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.checks import check_optional_positive_int, check_positive_int, check_seed
 from keras_rnncells.data.paths import data_file
-from keras_rnncells.data.pipeline import AUTOTUNE, check_limit, check_seed
+from keras_rnncells.data.pipeline import AUTOTUNE
 from keras_rnncells.data.tasks import Task, register_task
 from keras_rnncells.data.vocabulary import PAD, build_vocabulary, encode
 
@@ -74,8 +74,8 @@ def ptb(
     unused: nothing is shuffled (see the module)."""
     check_positive_int("batch_size", batch_size)
     check_positive_int("sequence_length", sequence_length)
-    check_seed(seed)
-    limit = check_limit(limit)
+    check_seed("seed", seed)
+    limit = check_optional_positive_int("limit", limit)
     streams = [read_stream(name, root) for name in SPLIT_FILES]
     vocabulary = build_vocabulary([streams[0]], reserved=(PAD,))
     index = {token: i for i, token in enumerate(vocabulary)}

@@ -17,12 +17,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.checks import check_optional_positive_int, check_positive_int
 from keras_rnncells.data.paths import data_file
 from keras_rnncells.data.pipeline import (
     SUBSET_SEED,
     binary_targets,
-    check_limit,
     split_datasets,
     subset,
 )
@@ -74,7 +73,7 @@ def text_task(
 ) -> Task:
     """The `Task` of train, validation and test ``splits`` of labeled texts,
     each cut to at most ``limit`` examples (a fixed random subset)."""
-    limit = check_limit(limit)
+    limit = check_optional_positive_int("limit", limit)
     if max_vocabulary is not None and check_positive_int("max_vocabulary", max_vocabulary) < 3:
         raise ValueError(
             f"Argument `max_vocabulary` must be at least 3, received: {max_vocabulary}"

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from keras_rnncells.cells.base import check_positive_int
-from keras_rnncells.data.pipeline import binary_targets, check_range, check_seed, split_datasets
+from keras_rnncells.checks import check_positive_int, check_range, check_seed
+from keras_rnncells.data.pipeline import binary_targets, split_datasets
 from keras_rnncells.data.tasks import Task, register_task
 
 ADDING_STEPS = (50, 55)
@@ -84,7 +84,7 @@ def adding(
     sequence; batches hold sequences of one length (no padding). ``root`` is
     unused (generated data)."""
     steps = check_range("steps", steps, minimum=2)
-    rng = np.random.default_rng(check_seed(seed))
+    rng = np.random.default_rng(check_seed("seed", seed))
     sizes = {"train_size": train_size, "validation_size": validation_size, "test_size": test_size}
     splits = [adding_sequences(check_positive_int(k, n), steps, rng) for k, n in sizes.items()]
     return Task(
@@ -166,7 +166,7 @@ def counting_task(
     train_range = (1, check_positive_int("max_train_n", max_train_n))
     test_range = check_range("test_n", test_n)
     check_positive_int("max_offset", max_offset)
-    rng = np.random.default_rng(check_seed(seed))
+    rng = np.random.default_rng(check_seed("seed", seed))
     splits = [
         counting_split(check_positive_int(k, size), n_range, len(letters), rng, max_offset)
         for k, size, n_range in (

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
-from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.checks import check_positive_int
 from keras_rnncells.export.check import SIGNATURE
 from keras_rnncells.export.saved_model import compare_outputs
 

@@ -6,8 +6,9 @@ rewriters match the per-step input matmul of Keras' own cells, which our cells
 hoist out of the loop. So while a model is traced for ONNX (``onnx_tracing``),
 every ``RNN`` layer takes one of two paths:
 
-* native: a ``GRUCell``, ``LSTMCell`` or ``SimpleRNNCell`` in the default
-  configuration (tanh / sigmoid, no layer norm, forward, not stateful, float32)
+* native: a cell that ONNX's op of its class computes (a ``GRUCell``,
+  ``LSTMCell`` or ``SimpleRNNCell`` whose ``onnx_ineligibility()`` is ``None``:
+  tanh / sigmoid, no layer norm, float32) in a forward, not stateful layer
   emits a placeholder op (a ``tf.numpy_function``) whose inputs are already
   ONNX's ``X, W, R, B, sequence_lens, initial_h(, initial_c)`` and whose
   outputs are ONNX's ``Y, Y_h(, Y_c)``; ``native_op_handlers`` turns it into
@@ -35,52 +36,39 @@ import keras
 import tensorflow as tf
 from keras import tree
 
-from keras_rnncells.cells.gru import GRUCell
-from keras_rnncells.cells.lstm import LSTMCell
-from keras_rnncells.cells.simple import SimpleRNNCell
+from keras_rnncells.cells.base import AbstractRNNCell
 from keras_rnncells.layers.rnn import loop_override, portable
 
 PLACEHOLDER = "PyFunc"  # the TF op type of tf.numpy_function
-# ONNX op, Keras block order -> ONNX block order, per cell class.
-NATIVE_OPS = {
-    GRUCell: ("GRU", (0, 1, 2)),
-    LSTMCell: ("LSTM", (0, 3, 1, 2)),
-    SimpleRNNCell: ("RNN", (0,)),
-}
+# Keras block order -> ONNX block order, per ONNX op (a cell's `onnx_op`).
+BLOCK_ORDER = {"GRU": (0, 1, 2), "LSTM": (0, 3, 1, 2), "RNN": (0,)}
 
 # numpy_function token -> ONNX op and attributes. Tokens are unique per
 # placeholder, so threads tracing at once never share an entry.
 _placeholders: dict[str, dict[str, Any]] = {}
 
 
-def activation_name(activation: Any) -> str | None:
-    return getattr(activation, "__name__", None)
-
-
 def native_op(layer: Any) -> tuple[str | None, str]:
     """The ONNX op of ``layer`` (``"GRU"``, ``"LSTM"``, ``"RNN"``) or ``None``,
-    with the reason when ``None``."""
+    with the reason when ``None``: the cell's ``onnx_ineligibility()``, and
+    what this exporter does not write (a backward or stateful layer)."""
     cell = layer.cell
-    if type(cell) not in NATIVE_OPS:
-        return None, f"{type(cell).__name__} has no native ONNX op"
-    checks = {
-        "go_backwards": not layer.go_backwards,
-        "stateful": not layer.stateful,
-        "layer_norm": not cell.layer_norm,
-        "activation": activation_name(cell.activation) == "tanh",
-        "recurrent_activation": type(cell) is SimpleRNNCell
-        or activation_name(cell.recurrent_activation) == "sigmoid",
-        "dtype": cell.compute_dtype == "float32",
-    }
-    failed = [name for name, ok in checks.items() if not ok]
-    if failed:
-        return None, f"{type(cell).__name__} with non-default {', '.join(failed)}"
-    return NATIVE_OPS[type(cell)][0], "native"
+    if isinstance(cell, AbstractRNNCell):
+        reason = cell.onnx_ineligibility()
+    else:
+        reason = f"{type(cell).__name__} has no native ONNX op"
+    unwritten = [f"{name}=True" for name in ("go_backwards", "stateful") if getattr(layer, name)]
+    if unwritten:
+        layer_reason = f"no native ONNX op is written for a layer with {', '.join(unwritten)}"
+        reason = layer_reason if reason is None else f"{reason}; {layer_reason}"
+    if reason is not None:
+        return None, reason
+    return cell.onnx_op, "native"
 
 
 def onnx_weights(cell: Any) -> tuple:
     """``W, R, B`` in ONNX's layout (one direction) from the cell's variables."""
-    _, order = NATIVE_OPS[type(cell)]
+    order = BLOCK_ORDER[cell.onnx_op]
     units = cell.units
 
     def rows(matrix):  # (rows, G units) Keras columns -> (1, G units, rows) ONNX rows
@@ -94,7 +82,7 @@ def onnx_weights(cell: Any) -> tuple:
     zeros = tf.zeros((len(order) * units,), cell.compute_dtype)
     if cell.bias is None:
         input_bias, recurrent_bias = zeros, zeros
-    elif isinstance(cell, GRUCell) and cell.reset_after:
+    elif cell.onnx_op == "GRU" and cell.reset_after:
         bias = tf.convert_to_tensor(cell.bias)
         input_bias, recurrent_bias = bias[0], bias[1]
     else:

@@ -1,4 +1,8 @@
-"""Named layers: ``GRU(units, ...)`` is ``RNN(GRUCell(units, ...), ...)``."""
+"""Named layers: ``GRU(units, ...)`` is ``RNN(GRUCell(units, ...), ...)``.
+
+One class per registered cell, each a `CellLayer` naming its ``cell_class``;
+the equations, citation and weight layout are in the cell's docstring.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +16,18 @@ from keras_rnncells import cells
 from keras_rnncells.cells.base import AbstractRNNCell
 from keras_rnncells.layers.rnn import RNN
 
-# Arguments of the layer itself; every other keyword goes to the cell.
-RNN_ARGS = tuple(inspect.signature(RNN.__init__).parameters)[2:-1]
+# Arguments of the layer itself (`RNN`'s, but its cell); every other keyword
+# goes to the cell. tests/layers/test_keras_arguments.py holds it to RNN's signature.
+RNN_ARGS = (
+    "return_sequences",
+    "return_state",
+    "go_backwards",
+    "stateful",
+    "unroll",
+    "zero_output_for_mask",
+    "implementation",
+    "use_cudnn",
+)
 # keras.layers.Layer's own (``input_shape``/``input_dim``: what a Sequential
 # model's first layer may be given in place of an ``Input``).
 BASE_LAYER_ARGS = (
@@ -30,9 +44,19 @@ CELL_CONFIG_ONLY = ("name", "dtype", "trainable")
 
 class CellLayer(RNN):
     """An `RNN` over a fixed cell class; its config is the cell's arguments
-    plus the layer's (flat, like ``keras.layers.GRU``)."""
+    plus the layer's (flat, like ``keras.layers.GRU``). As on Keras' GRU, LSTM
+    and SimpleRNN, the cell's arguments read as properties of the layer
+    (``GRU(3, dropout=0.1).dropout``): a subclass that names its
+    ``cell_class`` gets them."""
 
     cell_class: type[AbstractRNNCell]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "cell_class" in vars(cls):
+            for argument in cell_arguments(cls.cell_class):
+                if not hasattr(CellLayer, argument):
+                    setattr(cls, argument, cell_property(argument))
 
     def __init__(self, units: int, **kwargs: Any) -> None:
         layer_kwargs = {k: kwargs.pop(k) for k in RNN_ARGS + BASE_LAYER_ARGS if k in kwargs}
@@ -86,39 +110,158 @@ def cell_property(name: str) -> property:
     )
 
 
-def named_layer(cell_class: type[AbstractRNNCell], doc: str) -> type[CellLayer]:
-    """The named layer class of ``cell_class``, registered for saving. As on
-    Keras' GRU, LSTM and SimpleRNN, the cell's arguments read as properties
-    of the layer (``GRU(3, dropout=0.1).dropout``)."""
-    name = cell_class.__name__.removesuffix("Cell")
-    namespace = {"cell_class": cell_class, "__doc__": doc}
-    for argument in cell_arguments(cell_class):
-        if not hasattr(CellLayer, argument):
-            namespace[argument] = cell_property(argument)
-    layer = type(name, (CellLayer,), namespace)
-    layer.__module__ = __name__
-    return keras.saving.register_keras_serializable(package="keras_rnncells")(layer)
+register = keras.saving.register_keras_serializable(package="keras_rnncells")
 
 
-SimpleRNN = named_layer(cells.SimpleRNNCell, "`RNN` over a `SimpleRNNCell` (Elman).")
-IRNN = named_layer(cells.IRNNCell, "`RNN` over an `IRNNCell` (ReLU, identity init).")
-JordanRNN = named_layer(cells.JordanRNNCell, "`RNN` over a `JordanRNNCell`.")
-GRU = named_layer(cells.GRUCell, "`RNN` over a `GRUCell`.")
-LSTM = named_layer(cells.LSTMCell, "`RNN` over an `LSTMCell`.")
-PeepholeLSTM = named_layer(cells.PeepholeLSTMCell, "`RNN` over a `PeepholeLSTMCell`.")
-CIFGLSTM = named_layer(cells.CIFGLSTMCell, "`RNN` over a `CIFGLSTMCell`.")
-LSTMNoInputGate = named_layer(cells.LSTMNoInputGateCell, "`RNN` over an `LSTMNoInputGateCell`.")
-LSTMNoForgetGate = named_layer(cells.LSTMNoForgetGateCell, "`RNN` over an `LSTMNoForgetGateCell`.")
-LSTMNoOutputGate = named_layer(cells.LSTMNoOutputGateCell, "`RNN` over an `LSTMNoOutputGateCell`.")
-SLSTM = named_layer(cells.SLSTMCell, "`RNN` over an `SLSTMCell`.")
-MGU = named_layer(cells.MGUCell, "`RNN` over an `MGUCell` (minimal gated unit).")
-MuFuRU = named_layer(cells.MuFuRUCell, "`RNN` over a `MuFuRUCell`.")
-MUT1 = named_layer(cells.MUT1Cell, "`RNN` over a `MUT1Cell`.")
-MUT2 = named_layer(cells.MUT2Cell, "`RNN` over a `MUT2Cell`.")
-MUT3 = named_layer(cells.MUT3Cell, "`RNN` over a `MUT3Cell`.")
-SCRN = named_layer(cells.SCRNCell, "`RNN` over an `SCRNCell`.")
-SGU = named_layer(cells.SGUCell, "`RNN` over an `SGUCell`.")
-DSGU = named_layer(cells.DSGUCell, "`RNN` over a `DSGUCell`.")
-MIRNN = named_layer(cells.MIRNNCell, "`RNN` over an `MIRNNCell`.")
-MIGRU = named_layer(cells.MIGRUCell, "`RNN` over an `MIGRUCell`.")
-MILSTM = named_layer(cells.MILSTMCell, "`RNN` over an `MILSTMCell`.")
+@register
+class SimpleRNN(CellLayer):
+    """`RNN` over a `SimpleRNNCell` (Elman; equations in its docstring)."""
+
+    cell_class = cells.SimpleRNNCell
+
+
+@register
+class IRNN(CellLayer):
+    """`RNN` over an `IRNNCell` (ReLU, identity init; equations in its docstring)."""
+
+    cell_class = cells.IRNNCell
+
+
+@register
+class JordanRNN(CellLayer):
+    """`RNN` over a `JordanRNNCell` (equations in its docstring)."""
+
+    cell_class = cells.JordanRNNCell
+
+
+@register
+class GRU(CellLayer):
+    """`RNN` over a `GRUCell` (equations in its docstring)."""
+
+    cell_class = cells.GRUCell
+
+
+@register
+class LSTM(CellLayer):
+    """`RNN` over an `LSTMCell` (equations in its docstring)."""
+
+    cell_class = cells.LSTMCell
+
+
+@register
+class PeepholeLSTM(CellLayer):
+    """`RNN` over a `PeepholeLSTMCell` (equations in its docstring)."""
+
+    cell_class = cells.PeepholeLSTMCell
+
+
+@register
+class CIFGLSTM(CellLayer):
+    """`RNN` over a `CIFGLSTMCell` (equations in its docstring)."""
+
+    cell_class = cells.CIFGLSTMCell
+
+
+@register
+class LSTMNoInputGate(CellLayer):
+    """`RNN` over an `LSTMNoInputGateCell` (equations in its docstring)."""
+
+    cell_class = cells.LSTMNoInputGateCell
+
+
+@register
+class LSTMNoForgetGate(CellLayer):
+    """`RNN` over an `LSTMNoForgetGateCell` (equations in its docstring)."""
+
+    cell_class = cells.LSTMNoForgetGateCell
+
+
+@register
+class LSTMNoOutputGate(CellLayer):
+    """`RNN` over an `LSTMNoOutputGateCell` (equations in its docstring)."""
+
+    cell_class = cells.LSTMNoOutputGateCell
+
+
+@register
+class SLSTM(CellLayer):
+    """`RNN` over an `SLSTMCell` (equations in its docstring)."""
+
+    cell_class = cells.SLSTMCell
+
+
+@register
+class MGU(CellLayer):
+    """`RNN` over an `MGUCell` (minimal gated unit; equations in its docstring)."""
+
+    cell_class = cells.MGUCell
+
+
+@register
+class MuFuRU(CellLayer):
+    """`RNN` over a `MuFuRUCell` (equations in its docstring)."""
+
+    cell_class = cells.MuFuRUCell
+
+
+@register
+class MUT1(CellLayer):
+    """`RNN` over a `MUT1Cell` (equations in its docstring)."""
+
+    cell_class = cells.MUT1Cell
+
+
+@register
+class MUT2(CellLayer):
+    """`RNN` over a `MUT2Cell` (equations in its docstring)."""
+
+    cell_class = cells.MUT2Cell
+
+
+@register
+class MUT3(CellLayer):
+    """`RNN` over a `MUT3Cell` (equations in its docstring)."""
+
+    cell_class = cells.MUT3Cell
+
+
+@register
+class SCRN(CellLayer):
+    """`RNN` over an `SCRNCell` (equations in its docstring)."""
+
+    cell_class = cells.SCRNCell
+
+
+@register
+class SGU(CellLayer):
+    """`RNN` over an `SGUCell` (equations in its docstring)."""
+
+    cell_class = cells.SGUCell
+
+
+@register
+class DSGU(CellLayer):
+    """`RNN` over a `DSGUCell` (equations in its docstring)."""
+
+    cell_class = cells.DSGUCell
+
+
+@register
+class MIRNN(CellLayer):
+    """`RNN` over an `MIRNNCell` (equations in its docstring)."""
+
+    cell_class = cells.MIRNNCell
+
+
+@register
+class MIGRU(CellLayer):
+    """`RNN` over an `MIGRUCell` (equations in its docstring)."""
+
+    cell_class = cells.MIGRUCell
+
+
+@register
+class MILSTM(CellLayer):
+    """`RNN` over an `MILSTMCell` (equations in its docstring)."""
+
+    cell_class = cells.MILSTMCell

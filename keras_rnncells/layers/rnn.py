@@ -180,12 +180,12 @@ class RNN(keras.layers.RNN):
                 f"Argument `unroll=True` runs on the generic path, not "
                 f"implementation={implementation!r}; use implementation='generic'"
             )
-        if implementation == "cudnn" and not self.cell.cudnn_compatible():
+        reason = self.cell.cudnn_ineligibility() if implementation == "cudnn" else None
+        if reason is not None:
             raise ValueError(
-                "Argument `implementation='cudnn'` needs a GRUCell(reset_after="
-                "True) or LSTMCell with tanh/sigmoid activations, use_bias=True "
-                "and no recurrent dropout, DropConnect or layer norm, received "
-                f"{type(self.cell).__name__} with config {self.cell.get_config()}"
+                "Argument `implementation='cudnn'` needs a GRUCell(reset_after=True) or "
+                f"LSTMCell in a configuration cuDNN computes: {reason} (config "
+                f"{self.cell.get_config()})"
             )
         if self.uses_cudnn():
             self.supports_jit = False  # cuDNN ops cannot be XLA-compiled

@@ -15,8 +15,8 @@ from keras_rnncells.cells.base import (
     States,
     Tensor,
     as_state_list,
-    check_rate,
 )
+from keras_rnncells.checks import check_rate
 
 __all__ = ["CellWrapper", "Zoneout"]
 
@@ -92,9 +92,6 @@ class CellWrapper(AbstractRNNCell):
 
     def reset_recurrent_dropout_mask(self) -> None:
         self.cell.reset_recurrent_dropout_mask()
-
-    def recurrence_is_plain(self) -> bool:
-        return self.cell.recurrence_is_plain()
 
     def get_config(self) -> dict:
         config = super(AbstractRNNCell, self).get_config()

@@ -10,6 +10,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_rnncells.cells.base import as_state_list
+from keras_rnncells.cells.registry import make_cell
 from keras_rnncells.checks import (
     check_choice,
     check_float,
@@ -19,7 +20,7 @@ from keras_rnncells.checks import (
 )
 from keras_rnncells.layers.rnn import RNN
 from keras_rnncells.seq2seq.attention import SCORES, Attention
-from keras_rnncells.seq2seq.encoder import TOKENS, make_cell
+from keras_rnncells.seq2seq.encoder import TOKENS
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")

@@ -7,20 +7,9 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_rnncells.cells.registry import get_cell, list_cells
-from keras_rnncells.checks import check_choice, check_input, check_mapping, check_positive_int
+from keras_rnncells.cells.registry import make_cell
+from keras_rnncells.checks import check_input, check_mapping, check_positive_int
 from keras_rnncells.layers.rnn import RNN
-
-
-def cell_class(name: str) -> type:
-    """The registered cell ``name`` (argument ``cell``)."""
-    return get_cell(check_choice("cell", name, list_cells()))
-
-
-def make_cell(name: str, units: int, options: dict | None = None) -> Any:
-    """``get_cell(name)(units, **options)``, with the arguments named on error."""
-    return cell_class(name)(units, **check_mapping("cell_options", options))
-
 
 TOKENS = ("batch", "steps")
 

@@ -30,14 +30,13 @@ import keras
 import tensorflow as tf
 import tensorflow_text as text
 
+from keras_rnncells.checks import check_bool, check_integer
 from keras_rnncells.text.vocabulary import (
     END_ID,
     PAD_ID,
     START_ID,
     UNK_ID,
     Texts,
-    check_bool,
-    check_integer,
     check_vocabulary,
     learn_frequency_vocabulary,
     learn_wordpiece_vocabulary,
@@ -77,8 +76,8 @@ class Tokenizer(keras.layers.Layer):
         super().__init__(**kwargs)
         self._vocabulary = tuple(check_vocabulary(vocabulary))
         if max_length is not None:
-            check_integer(max_length, "max_length", 1)
-        self.lowercase = check_bool(lowercase, "lowercase")
+            check_integer("max_length", max_length, 1)
+        self.lowercase = check_bool("lowercase", lowercase)
         self.max_length = max_length
         ids = tf.range(len(self._vocabulary), dtype=tf.int64)
         tokens = tf.constant(self._vocabulary)
@@ -124,8 +123,8 @@ class Tokenizer(keras.layers.Layer):
     ) -> tf.Tensor:
         """What `call` makes of the ragged ids of `tokenize`: ``[START]`` and
         ``[END]`` added, truncated to ``max_length``, padded with ``PAD_ID``."""
-        check_bool(add_start, "add_start")
-        check_bool(add_end, "add_end")
+        check_bool("add_start", add_start)
+        check_bool("add_end", add_end)
         if self.max_length is not None:
             room = self.max_length - add_start - add_end
             if room < 0:
@@ -361,7 +360,7 @@ class WordPieceTokenizer(Tokenizer):
         ``bert_vocab_from_dataset``. ``kwargs``: the other arguments of the
         constructor."""
         vocabulary = learn_wordpiece_vocabulary(
-            texts, vocab_size, _bert_tokenizer_params(check_bool(lowercase, "lowercase"))
+            texts, vocab_size, _bert_tokenizer_params(check_bool("lowercase", lowercase))
         )
         return cls(vocabulary, lowercase=lowercase, **kwargs)
 

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset import bert_vocab_from_dataset
 
+from keras_rnncells.checks import check_integer
+
 PAD, UNK, START, END = "[PAD]", "[UNK]", "[START]", "[END]"
 SPECIAL_TOKENS = (PAD, UNK, START, END)
 PAD_ID, UNK_ID, START_ID, END_ID = range(len(SPECIAL_TOKENS))
@@ -135,9 +137,9 @@ def learn_frequency_vocabulary(
     """The special tokens, then every token that ``split`` (string vector ->
     ragged string tokens) makes of ``texts`` at least ``min_count`` times, most
     frequent first, ties in codepoint order; at most ``max_size`` tokens in all."""
-    check_integer(min_count, "min_count", 1)
+    check_integer("min_count", min_count, 1)
     if max_size is not None:
-        check_integer(max_size, "max_size", len(SPECIAL_TOKENS))
+        check_integer("max_size", max_size, len(SPECIAL_TOKENS))
     counts = Counter()
     for batch in string_batches(texts):
         counts.update(split(batch).flat_values.numpy())
@@ -156,7 +158,7 @@ def learn_wordpiece_vocabulary(
     by tensorflow-text's ``bert_vocab_from_dataset`` (words split by BERT's
     basic tokenizer with ``bert_tokenizer_params``), at most ``vocab_size`` in all
     (only the special tokens if ``texts`` hold no word)."""
-    check_integer(vocab_size, "vocab_size", len(SPECIAL_TOKENS) + 1)
+    check_integer("vocab_size", vocab_size, len(SPECIAL_TOKENS) + 1)
     try:
         vocabulary = bert_vocab_from_dataset(
             string_batches(texts),
@@ -167,16 +169,3 @@ def learn_wordpiece_vocabulary(
     except StopIteration:  # the learner's way of saying that `texts` hold no word
         vocabulary = SPECIAL_TOKENS
     return check_vocabulary(vocabulary)
-
-
-def check_integer(value: object, name: str, minimum: int) -> None:
-    """A ``ValueError`` naming argument ``name`` unless ``value`` is an int >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"Argument `{name}` must be an integer >= {minimum}, received: {value!r}")
-
-
-def check_bool(value: object, name: str) -> bool:
-    """``value`` if it is a bool, else a ``ValueError`` naming argument ``name``."""
-    if not isinstance(value, bool):
-        raise ValueError(f"Argument `{name}` must be True or False, received: {value!r}")
-    return value
