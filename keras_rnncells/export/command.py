@@ -13,7 +13,10 @@ numbers in); each directory has its ``manifest.json``. Both are checked at
 export time: the SavedModel in a fresh process, the ONNX model in onnxruntime.
 A version is published with every requested format or not at all: each
 format is written into a hidden directory, every check runs, and only then
-are the version directories renamed into place (`export_servable`).
+are the version directories renamed into place (`export_servable`). The
+version number is claimed before anything is written
+(``saved_model.Staging.claim``): two exports into one ``EXPORT_DIR`` at once
+get two numbers, and neither replaces the other's.
 """
 
 from __future__ import annotations
@@ -29,12 +32,7 @@ from keras_rnncells.checks import check_float
 from keras_rnncells.export import onnx, saved_model
 from keras_rnncells.export.manifest import check_key, sign_manifest
 from keras_rnncells.export.onnx import MODEL_FILE, write_onnx
-from keras_rnncells.export.saved_model import (
-    Staging,
-    check_version,
-    stage_saved_models,
-    version_directory,
-)
+from keras_rnncells.export.saved_model import Staging, check_version, stage_saved_models
 from keras_rnncells.export.servable import Servable, as_servable
 
 FORMATS = ("savedmodel", "onnx")
@@ -58,18 +56,6 @@ def check_formats(name: str, formats: tuple[str, ...], received: object) -> tupl
             f"Argument `{name}` must name one or more of {FORMATS}, received: {received!r}"
         )
     return formats
-
-
-def next_version(*model_directories: Path) -> int:
-    """One more than the largest numeric version under any of the directories."""
-    versions = [
-        int(entry.name)
-        for directory in model_directories
-        if directory.is_dir()
-        for entry in directory.iterdir()
-        if entry.name.isdigit()
-    ]
-    return max(versions, default=0) + 1
 
 
 def read_model(path: str | os.PathLike) -> keras.Model:
@@ -108,8 +94,10 @@ def export_servable(
     paths by format (the SavedModel's version directory, the ONNX file).
 
     Every format gets the same version (``None``: one more than the largest of
-    either). All formats are staged in hidden directories and checked before
-    any is published: a failed check leaves ``export_dir`` as it was.
+    either, or than the versions other exports are writing meanwhile; a given
+    version another export is writing is refused). All formats are staged in
+    hidden directories and checked before any is published: a failed check
+    leaves ``export_dir`` as it was, nothing claimed.
     ``tolerances``: the largest absolute float error allowed per format
     (default `TOLERANCES`). ``key``: each manifest is signed under it
     (`manifest.sign_manifest`) before the version is published."""
@@ -127,11 +115,11 @@ def export_servable(
     servable = as_servable("servable", servable)
     export_dir = Path(os.path.abspath(export_dir))
     models = {"savedmodel": export_dir / servable.name, "onnx": export_dir / "onnx" / servable.name}
-    if version is None:
-        version = next_version(*models.values())
-    targets = {fmt: version_directory(models[fmt], version, overwrite) for fmt in formats}
     paths: dict[str, Path] = {}
     with Staging() as staging:
+        claimed = [models[fmt] for fmt in formats]
+        version = staging.claim(claimed, version, overwrite, numbered_with=list(models.values()))
+        targets = {fmt: models[fmt] / str(version) for fmt in formats}
         if "savedmodel" in targets:
             stage_saved_models(
                 [servable], [targets["savedmodel"]], staging, tolerance=tolerances["savedmodel"]

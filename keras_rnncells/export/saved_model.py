@@ -18,7 +18,9 @@ It also treats only numeric directory names as versions, and loads a version
 as soon as the directory appears: the export is built and checked in a
 hidden sibling directory (``.<version>.*``, `Staging`) and renamed into place
 once every check of the export passed; a failed check leaves the export root
-as it was (no version, no new directory).
+as it was (no version, no new directory). The version number is claimed
+first (``.<version>.claim``, `Staging.claim`), so that two exports running at
+once into one root never get the same number, nor replace each other's.
 
 Before that rename, the graph is scanned for cuDNN-only ops (a model traced on
 a GPU's cuDNN path would not serve on a CPU), and the SavedModel is run in a
@@ -53,6 +55,7 @@ from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.manifest import tensor_spec, write_manifest
 from keras_rnncells.export.servable import Servable, as_servable
 from keras_rnncells.layers.rnn import portable
+from keras_rnncells.locks import Claim, describe_holder
 from keras_rnncells.training import current_umask
 
 VOCABULARY_DIRECTORY = "assets.extra"
@@ -85,9 +88,10 @@ def write_saved_model(
     pass ``servable_from_model(model, name, input_signature)``).
 
     ``version``: a positive integer, or ``None`` for one more than the largest
-    version there (1 for the first). An existing version is replaced only with
-    ``overwrite=True``. ``check=False`` skips the fresh-process parity check
-    (the manifest then records no parity)."""
+    version there (1 for the first), or than the versions other exports are
+    writing at the time (`Staging.claim`). An existing version is replaced only
+    with ``overwrite=True``. ``check=False`` skips the fresh-process parity
+    check (the manifest then records no parity)."""
     return write_saved_models([servable], export_root, version, overwrite, check, tolerance)[0]
 
 
@@ -109,8 +113,11 @@ def write_saved_models(
     if len(set(names)) != len(names):
         raise ValueError(f"Argument `servables` must have distinct names, got {names}")
     export_root = Path(os.path.abspath(export_root))  # the fresh process runs elsewhere
-    targets = [version_directory(export_root / name, version, overwrite) for name in names]
     with Staging() as staging:
+        targets = [
+            export_root / name / str(staging.claim([export_root / name], version, overwrite))
+            for name in names
+        ]
         stage_saved_models(servables, targets, staging, check, tolerance)
         staging.publish()
     return targets
@@ -142,21 +149,15 @@ def stage_saved_models(
         write_servable_manifest(servable, directory, int(target.name), parity)
 
 
-def version_directory(model_directory: Path, version: int | None, overwrite: bool) -> Path:
-    """Where the version goes: ``version``, else the next one after the largest."""
-    existing = (
-        [int(p.name) for p in model_directory.iterdir() if p.is_dir() and p.name.isdigit()]
-        if model_directory.is_dir()
-        else []
-    )
-    if version is None:
-        version = max(existing, default=0) + 1
-    elif version in existing and not overwrite:
-        raise ValueError(
-            f"Argument `version`: {model_directory / str(version)} exists; "
-            "pass overwrite=True to replace it, or another version"
-        )
-    return model_directory / str(version)
+def published_versions(*model_directories: Path) -> set[int]:
+    """The numeric version directories under any of ``model_directories``."""
+    return {
+        int(entry.name)
+        for directory in model_directories
+        if directory.is_dir()
+        for entry in directory.iterdir()
+        if entry.name.isdigit() and entry.is_dir()
+    }
 
 
 def stage(servable: Servable, directory: Path) -> Path:
@@ -194,35 +195,116 @@ def serving_root(servable: Servable) -> tf.Module:
 
 class Staging:
     """Version directories built in hidden siblings of their targets and
-    published together: ``with Staging() as staging``, ``staging.directory(target)``
-    for each artifact, every check, then ``staging.publish()``. Leaving the
-    block without publishing (a failed check, an exception) deletes the staged
-    directories and every directory ``directory`` created for them, so the
-    export root is left as it was.
+    published together: ``with Staging() as staging``, ``staging.claim(...)``
+    for the version number, ``staging.directory(target)`` for each artifact,
+    every check, then ``staging.publish()``. Leaving the block without
+    publishing (a failed check, an exception) deletes the staged directories
+    and every directory ``claim`` or ``directory`` created for them, so the
+    export root is left as it was. The claims are released however the block
+    ends.
 
     ``publish`` renames the staged directories onto their targets one after
     the other, once everything was written and checked: an export killed
-    during those renames may have published only some of its artifacts."""
+    during those renames may have published only some of its artifacts (and
+    leaves its claim files, which the next export takes over)."""
 
     def __init__(self) -> None:
         self.staged: list[tuple[Path, Path]] = []  # (hidden directory, target)
         self.created: list[Path] = []  # the parent directories made for them
+        self.claims: list[Claim] = []
+        self.replaceable: set[Path] = set()  # targets claimed with overwrite
+
+    def claim(
+        self,
+        model_directories: Sequence[Path],
+        version: int | None = None,
+        overwrite: bool = False,
+        numbered_with: Sequence[Path] = (),
+    ) -> int:
+        """Claims one version number in each of ``model_directories`` (the
+        file ``<directory>/.<version>.claim``, held until the block ends) and
+        returns it; every format of an export gets the same number.
+
+        ``version`` None: one more than the largest version published under
+        ``model_directories`` and ``numbered_with``, or the next number that
+        no other export holds a claim on and none has published meanwhile:
+        of two exports racing for a number, the first to claim it gets it,
+        the other the next. A given ``version`` claimed by a live export is
+        refused, and so is a published one unless ``overwrite``."""
+        directories = [Path(os.path.abspath(d)) for d in model_directories]
+        candidate = version or max(published_versions(*directories, *numbered_with), default=0) + 1
+        while True:
+            busy = self.claim_number(directories, candidate)
+            if busy is not None:
+                if version is not None:
+                    taken, holder = busy
+                    raise ValueError(
+                        f"Argument `version`: {taken} is being exported by "
+                        f"{describe_holder(holder)}; wait for it to end, or pass another version"
+                    )
+                candidate += 1
+                continue
+            targets = [directory / str(candidate) for directory in directories]
+            published = [target for target in targets if target.exists()]
+            if not published or (version is not None and overwrite):
+                if overwrite:
+                    self.replaceable.update(targets)
+                return candidate
+            self.release_claims(len(directories))  # published meanwhile: not ours
+            if version is not None:
+                raise ValueError(
+                    f"Argument `version`: {published[0]} exists; "
+                    "pass overwrite=True to replace it, or another version"
+                )
+            candidate += 1
+
+    def claim_number(
+        self, directories: Sequence[Path], version: int
+    ) -> tuple[Path, dict[str, Any]] | None:
+        """Claims ``version`` in every directory, or none of them: None, or
+        the version directory another process holds and what its claim says."""
+        for index, directory in enumerate(directories):
+            claim = Claim(directory / f".{version}.claim")
+            for attempt in range(3):  # an export giving up may remove an empty directory
+                self.make_parents(directory)
+                try:
+                    holder = claim.try_acquire()
+                    break
+                except FileNotFoundError:
+                    if attempt == 2:
+                        raise
+            if holder is not None:
+                self.release_claims(index)
+                return directory / str(version), holder
+            self.claims.append(claim)
+        return None
+
+    def release_claims(self, count: int) -> None:
+        """Releases the ``count`` claims made last."""
+        for _ in range(count):
+            self.claims.pop().release()
+
+    def make_parents(self, directory: Path) -> None:
+        """``directory`` and its missing parents, remembered for deletion."""
+        parents = [directory, *directory.parents]
+        self.created.extend(parent for parent in parents if not parent.exists())
+        directory.mkdir(parents=True, exist_ok=True)
 
     def directory(self, target: Path) -> Path:
         """A new empty hidden sibling of ``target`` (``.<name>.*``), its parent
         directories created where missing."""
         target = Path(os.path.abspath(target))
-        parents = [target.parent, *target.parent.parents]
-        self.created.extend(parent for parent in parents if not parent.exists())
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self.make_parents(target.parent)
         directory = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         self.staged.append((directory, target))
         return directory
 
     def publish(self) -> None:
-        """Renames every staged directory onto its target (`publish`)."""
+        """Renames every staged directory onto its target (`publish`); a
+        target exists beforehand only where claimed with ``overwrite``."""
         while self.staged:
-            publish(*self.staged[0])
+            directory, target = self.staged[0]
+            publish(directory, target, replace=target in self.replaceable)
             self.staged.pop(0)
         self.created.clear()
 
@@ -238,6 +320,7 @@ class Staging:
         for directory, _ in self.staged:
             shutil.rmtree(directory, ignore_errors=True)
         self.staged.clear()
+        self.release_claims(len(self.claims))
         for parent in sorted(set(self.created), key=lambda p: len(p.parts), reverse=True):
             try:  # kept where something else is in it
                 parent.rmdir()
@@ -246,13 +329,15 @@ class Staging:
         self.created.clear()
 
 
-def publish(directory: Path, target: Path) -> None:
-    """Renames ``directory`` onto ``target``; an old ``target`` is first moved
-    aside (a directory cannot be renamed onto a non-empty one) and deleted.
-    ``directory`` (private, as ``mkdtemp`` made it) first gets the umask's mode."""
+def publish(directory: Path, target: Path, replace: bool = False) -> None:
+    """Renames ``directory`` onto ``target``. An existing ``target`` is
+    replaced only with ``replace``: moved aside first (a directory cannot be
+    renamed onto a non-empty one), then deleted; without ``replace`` the
+    rename fails rather than replace it. ``directory`` (private, as
+    ``mkdtemp`` made it) first gets the umask's mode."""
     os.chmod(directory, 0o777 & ~current_umask())
-    if not target.exists():
-        os.replace(directory, target)
+    if not (replace and target.exists()):
+        os.rename(directory, target)
         return
     old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
     os.replace(target, old / target.name)

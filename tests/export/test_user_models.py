@@ -10,6 +10,9 @@
 * ``rnncells export model.keras`` in a subprocess;
 * a failed ONNX check publishes nothing (the export root is left as it was)
   and the next export is version 1;
+* two exports racing into one root (two processes released together) get
+  versions 1 and 2, each its own model; a version another export holds is
+  skipped by every format, or refused when asked for;
 * Keras' own ``model.export(format="onnx")`` of a Sequential with our GRU and
   MGU, run the same way; ``tf2onnx_errors_raise`` turns a conversion tf2onnx
   cannot do into an error in place of a broken file.
@@ -20,8 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import keras
@@ -30,6 +35,7 @@ import pytest
 import tensorflow as tf
 
 import keras_rnncells as kr
+from keras_rnncells.cli import main
 from keras_rnncells.export import (
     servable_from_model,
     verify_manifest,
@@ -37,10 +43,13 @@ from keras_rnncells.export import (
     write_saved_models,
 )
 from keras_rnncells.export.command import export_servable
-from keras_rnncells.export.onnx import tf2onnx_errors_raise
+from keras_rnncells.export.onnx import run_onnx, tf2onnx_errors_raise
+from keras_rnncells.export.saved_model import Staging
+from keras_rnncells.locks import Claim
 
 UNITS = 4
 VOCABULARY = 12
+ROOT = Path(__file__).resolve().parents[2]
 
 # -- the models ---------------------------------------------------------------------
 
@@ -270,6 +279,96 @@ def test_a_failed_onnx_check_publishes_no_format(tmp_path):
     }
     assert set(tree_of(root)) - set(before) >= {"user-small/1/saved_model.pb"}
     assert not [p for p in root.rglob(".*")]  # no staging directory left
+
+
+# An exporter: loads the .keras file argv[1], says it is ready (touches argv[3]),
+# waits for argv[4] to appear, exports ONNX into argv[2] and prints the paths
+# (ONNX only: the race is the same for both formats, and the SavedModel's
+# fresh-process check would double the time).
+EXPORTER = """
+import json, pathlib, sys, time
+from keras_rnncells.export.command import export_servable, read_model
+model = read_model(sys.argv[1])
+pathlib.Path(sys.argv[3]).touch()
+while not pathlib.Path(sys.argv[4]).exists():
+    time.sleep(0.002)
+paths = export_servable(model, sys.argv[2], formats=("onnx",))
+print(json.dumps({fmt: str(path) for fmt, path in paths.items()}))
+"""
+
+
+def test_two_exports_racing_into_one_root_get_two_versions(tmp_path):
+    """Both processes load their model, then start exporting at the same
+    moment: each picks a version before the other publishes. The loser of the
+    claim takes the next number; neither replaces the other's version."""
+    models = [small_model(), small_model()]
+    models[1].set_weights([w + 0.5 for w in models[1].get_weights()])
+    files = [tmp_path / "a.keras", tmp_path / "b.keras"]
+    for model, file in zip(models, files):
+        model.save(file)
+    go = tmp_path / "go"
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", EXPORTER, file, tmp_path / "export", tmp_path / f"{i}", go],
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i, file in enumerate(files)
+    ]
+    while not all((tmp_path / f"{i}").exists() for i in range(len(racers))):
+        assert all(racer.poll() is None for racer in racers), racers[0].communicate()[1][-3000:]
+        time.sleep(0.01)
+    go.touch()
+    outputs = [racer.communicate(timeout=300) for racer in racers]
+    assert [racer.returncode for racer in racers] == [0, 0], [e[-3000:] for _, e in outputs]
+    paths = [Path(json.loads(out)["onnx"]) for out, _ in outputs]
+    assert sorted(int(path.parent.name) for path in paths) == [1, 2], paths
+    published = tmp_path / "export" / "onnx" / "user-small"
+    assert sorted(p.name for p in published.iterdir()) == ["1", "2"]  # no claim or staging left
+    frames = fresh_inputs()[0]
+    for model, path in zip(models, paths):
+        manifest = verify_manifest(path.parent)
+        assert manifest["version"] == int(path.parent.name)
+        # each version holds its exporter's model
+        found = run_onnx(path, {manifest["inputs"][0]["name"]: frames})
+        np.testing.assert_allclose(found["output_0"], model(frames), atol=1e-4)
+
+
+def test_a_version_another_export_holds_is_skipped_or_refused(tmp_path, capsys):
+    """While a claim on version 1 is held (here by another open file, which
+    excludes as another process does), a new export's formats all get
+    version 2, and asking for version 1 is refused naming the holder."""
+    root = tmp_path / "export"
+    directories = [root / "user-small", root / "onnx" / "user-small"]
+    directories[0].mkdir(parents=True)
+    with Claim(directories[0] / ".1.claim") as held:
+        assert held.try_acquire() is None
+        with Staging() as staging:
+            assert staging.claim(directories) == 2
+            assert all((d / ".2.claim").is_file() for d in directories)
+            with pytest.raises(
+                ValueError, match=rf"user-small/1 is being exported by pid {os.getpid()} "
+            ):
+                with Staging() as other:
+                    other.claim(directories, version=1)
+        # nothing published: the claims are released, the directories made for them removed
+        assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+            "export",
+            "export/user-small",
+            "export/user-small/.1.claim",
+        ]
+        small_model().save(tmp_path / "mine.keras")
+        with pytest.raises(SystemExit):
+            main(["export", str(tmp_path / "mine.keras"), "--out", str(root), "--version", "1"])
+        error = capsys.readouterr().err
+        assert re.fullmatch(
+            rf"rnncells export: error: --version: \S+/user-small/1 is being exported by pid "
+            rf"{os.getpid()} \(.*\); wait for it to end, or pass another --version\n",
+            error,
+        ), error
 
 
 @pytest.mark.parametrize("return_sequences", [True, False])
