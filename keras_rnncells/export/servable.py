@@ -90,6 +90,29 @@ def traced(function: Callable, input_signature: dict[str, tf.TensorSpec]) -> Any
     return serve
 
 
+def served_ids(token_ids, vocabulary_size: int, name: str = "token_ids_must_be_in_vocabulary"):
+    """Token ids ``(batch, steps)`` as an application's id signature takes
+    them, alike in TensorFlow and in ONNX:
+
+    * an id outside ``[0, vocabulary_size)`` fails the request. Unchecked,
+      Keras' ``Embedding`` reads a negative id from the end of its table
+      (``ops.take`` wraps it once) and ONNX's ``Gather`` wraps what is still
+      negative once more, so ids in ``[-2 V, -V)`` were refused by TensorFlow
+      and answered by onnxruntime, and ``[-V, 0)`` answered by both. ONNX has
+      no assertion op: the check is a gather out of range, from an op named
+      ``name``, which both runtimes' errors name (as
+      `keras_rnncells.apps.colors.finite_or_failing` checks colors);
+    * a batch of no steps gets one step of padding, so it is answered as the
+      empty text is (the encoders read the last step of their recurrence).
+    """
+    token_ids = tf.convert_to_tensor(token_ids)
+    outside = tf.logical_or(token_ids < 0, token_ids >= vocabulary_size)
+    failing = tf.cast(tf.reduce_any(outside), tf.int32)
+    token_ids += tf.gather(tf.zeros((1,), token_ids.dtype), failing[None], name=name)
+    missing = tf.maximum(1 - tf.shape(token_ids)[1], 0)
+    return tf.pad(token_ids, [[0, 0], [0, missing]])
+
+
 def layer_servable(
     layer: keras.layers.Layer, name: str, input_dim: int, cell: str | None = None, seed: int = 0
 ) -> Servable:

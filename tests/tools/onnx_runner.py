@@ -7,7 +7,7 @@ Usage: ``python onnx_runner.py REQUEST.json``, where the request is a list of
 ``{"artifact", "inputs", "outputs"}`` (``artifact`` an ``.onnx`` file,
 ``inputs`` an ``.npz`` by input name, or
 ``.json`` for string inputs: lists of str; ``outputs`` the ``.npz`` to write,
-strings as bytes). A run that raises writes ``{"error": message}`` as JSON to
+strings as UTF-8 bytes). A run that raises writes ``{"error": message}`` as JSON to
 ``outputs + ".error"``; a crash of this process fails the caller.
 """
 
@@ -19,6 +19,12 @@ import onnxruntime
 import onnxruntime_extensions
 
 assert "tensorflow" not in sys.modules
+
+
+def utf8(strings):
+    """A string output (str objects) as UTF-8 bytes, as TensorFlow returns strings."""
+    return np.char.encode(strings.astype(str), "utf-8")
+
 
 options = onnxruntime.SessionOptions()
 options.register_custom_ops_library(onnxruntime_extensions.get_library_path())
@@ -43,6 +49,5 @@ for job in json.load(open(sys.argv[1], encoding="utf-8")):
             json.dump({"error": " ".join(str(error).split())[:2000]}, file)
         continue
     np.savez(
-        job["outputs"],
-        **{n: v.astype(bytes) if v.dtype == object else v for n, v in zip(names, values)},
+        job["outputs"], **{n: utf8(v) if v.dtype == object else v for n, v in zip(names, values)}
     )

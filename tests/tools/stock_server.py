@@ -3,14 +3,16 @@
 Independent of keras_rnncells on purpose (the package cannot be imported
 here): the model server calls ``tensorflow::DisableXlaCompilation()`` at
 start-up unless given ``--xla_cpu_compilation_enabled``, links the
-tensorflow-text ops, loads a version directory with the SavedModel loader
-(restore op, then the signature's tensors fed and fetched in a session) and
-never imports Python code of the model's author.
+tensorflow-text ops, loads a version directory once with the SavedModel
+loader (restore op, then the signature's tensors fed and fetched in one
+session for every request to it) and never imports Python code of the
+model's author.
 
 Usage: ``python stock_server.py REQUEST.json``, where the request is a list of
 ``{"artifact", "inputs", "outputs"}`` (``artifact`` a version directory,
-``inputs`` an ``.npz`` by input name,
-``outputs`` the ``.npz`` to write by output name; strings as bytes). A job
+``inputs`` an ``.npz`` by input name, or ``.json`` for string inputs: lists
+of str, sent as UTF-8; ``outputs`` the ``.npz`` to write by output name;
+strings as bytes). A job
 whose signature raises writes ``{"error": message}`` as JSON to
 ``outputs + ".error"`` instead; a crash of this process fails the caller.
 """
@@ -31,19 +33,31 @@ ctypes.CDLL(
 )._ZN10tensorflow21DisableXlaCompilationEv()
 
 
+sessions = {}  # version directory -> (session, signature): loaded once, as the server does
+
+
 def serve(directory, inputs):
-    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
-        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], directory)
-        signature = meta_graph.signature_def["serving_default"]
-        feed = {signature.inputs[name].name: value for name, value in inputs.items()}
-        names = sorted(signature.outputs)
-        values = session.run([signature.outputs[name].name for name in names], feed_dict=feed)
+    if directory not in sessions:
+        session = tf.compat.v1.Session(graph=tf.Graph())
+        with session.graph.as_default():
+            meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], directory)
+        sessions[directory] = session, meta_graph.signature_def["serving_default"]
+    session, signature = sessions[directory]
+    feed = {signature.inputs[name].name: value for name, value in inputs.items()}
+    names = sorted(signature.outputs)
+    values = session.run([signature.outputs[name].name for name in names], feed_dict=feed)
     return {n: v.astype(bytes) if v.dtype == object else v for n, v in zip(names, values)}
 
 
 for job in json.load(open(sys.argv[1], encoding="utf-8")):
-    with np.load(job["inputs"]) as loaded:
-        inputs = dict(loaded)
+    if job["inputs"].endswith(".json"):  # lists of str, kept whole (a NUL at the end too)
+        texts = json.load(open(job["inputs"], encoding="utf-8"))
+        inputs = {
+            k: np.array([t.encode("utf-8") for t in v], dtype=object) for k, v in texts.items()
+        }
+    else:
+        with np.load(job["inputs"]) as loaded:
+            inputs = dict(loaded)
     try:
         outputs = serve(job["artifact"], inputs)
     except tf.errors.OpError as error:
