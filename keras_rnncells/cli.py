@@ -125,8 +125,9 @@ def cells_run(args: argparse.Namespace) -> None:
             parameters, state_size = "n/a", "n/a"
             notes.append(f"{name}: {error}")
         blocks = " ".join(getattr(cls(args.units), "blocks", ())) or "-"
-        rows.append((name, cls.__name__, blocks, parameters, state_size, cls.citation or "-"))
-    headers = ("name", "class", "blocks", "parameters", "state size", "citation")
+        row = (name, cls.__name__, cls.__module__, blocks, parameters, state_size)
+        rows.append((*row, cls.citation or "-"))
+    headers = ("name", "class", "module", "blocks", "parameters", "state size", "citation")
     print(f"Registered cells; parameters for input {args.input_dim}, units {args.units}:")
     print(format_table(headers, rows))
     if notes:
@@ -234,7 +235,12 @@ def run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", type=positive_int, help="use at most this many training examples (smoke runs)"
     )
-    parser.add_argument("--overwrite", action="store_true", help="replace a finished run in --out")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a finished run in --out, or an interrupted one started with other "
+        "arguments (the same arguments resume it)",
+    )
 
 
 def train_check(args: argparse.Namespace) -> None:
@@ -248,6 +254,8 @@ def train_check(args: argparse.Namespace) -> None:
 
 
 def train_run(args: argparse.Namespace) -> None:
+    from keras_rnncells.training import ChangedSettings
+
     module = importlib.import_module(TRAINABLE[args.name][0])
     if args.workers is not None:
         from keras_rnncells.distribute import launch_local_workers, worker_command
@@ -257,7 +265,28 @@ def train_run(args: argparse.Namespace) -> None:
         from keras_rnncells.distribute import split_cpu
 
         split_cpu(args.cpu_devices)
-    module.train_from_arguments(args)
+    try:
+        module.train_from_arguments(args)
+    except ChangedSettings as error:
+        listed = "; ".join(
+            error.describe(name, SETTING_FLAGS.get(name, name)) for name in error.changes
+        )
+        fail(
+            f"--out {args.out} holds an unfinished run started with other arguments: {listed}. "
+            "Give the run's arguments to resume it, --overwrite to start afresh, "
+            "or choose another --out"
+        )
+
+
+# The flag of `rnncells train` setting each field of a run's settings (the
+# applications call --limit `train_size`).
+SETTING_FLAGS = {
+    "train_size": "--limit",
+    **{
+        name: "--" + name.replace("_", "-")
+        for name in ("cell", "units", "layers", "dataset", "epochs", "batch_size", "seed", "limit")
+    },
+}
 
 
 def check_distribution(args: argparse.Namespace) -> None:
@@ -514,6 +543,8 @@ CLI_WORDING = {
     "Argument `export_dir`": "--out",
     "Argument `version`": "--version",
     "or another version": "or another --version",
+    "or pass another version": "or pass another --version",
+    "choose another run directory": "choose another --out",
     "Argument `format`": "--format",
     "Argument `key`": "--key-file",
     "Argument `directory`: ": "",  # rnncells verify: the message names the directory

@@ -26,17 +26,18 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_rnncells.cells.base import check_positive_int
 from keras_rnncells.cells.registry import get_cell
-from keras_rnncells.checks import check_rate
+from keras_rnncells.checks import check_positive_int, check_rate
 from keras_rnncells.data import Task, load_task, task_options
 from keras_rnncells.defaults import TASK_DEFAULTS, Settings, TaskDefaults
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
 from keras_rnncells.layers import RNN
+from keras_rnncells.locks import run_lock
 from keras_rnncells.training import (
     EpochTimes,
     parameter_count,
     run_callbacks,
+    run_directory,
     save_model,
     write_atomically,
     write_json,
@@ -200,11 +201,14 @@ def train_task(
     verbose: int | str = "auto",
     strategy: str | tf.distribute.Strategy = "none",
     layers: int | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
     the test split, write the run directory (see the module); returns the
     results written into ``results.json``. An interrupted run resumes when
-    started again with the same arguments. ``strategy``: a `tf.distribute`
+    started again with the same settings (``epochs`` may grow); one of other
+    settings is refused, or with ``overwrite`` started afresh
+    (`keras_rnncells.training.run_directory`). ``strategy``: a `tf.distribute`
     strategy or its name in `keras_rnncells.distribute.STRATEGIES` (the batch
     size is global; only the chief writes ``run_dir``)."""
     settings = task_settings(
@@ -220,7 +224,8 @@ def train_task(
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
     with writable_run_dir(run_dir, strategy) as directory:
-        return train_settings(task_name, settings, directory, strategy, verbose)
+        with run_directory(directory, settings, overwrite) as directory:
+            return train_settings(task_name, settings, directory, strategy, verbose)
 
 
 def train_settings(
@@ -230,10 +235,8 @@ def train_settings(
     strategy: tf.distribute.Strategy,
     verbose: int | str,
 ) -> dict[str, Any]:
-    """The run of `train_task` (``run_dir``: where this process writes)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if not (run_dir / "backup").exists():  # a fresh start: no stale epochs in the CSV
-        (run_dir / "history.csv").unlink(missing_ok=True)
+    """The run of `train_task` (``run_dir``: where this process writes, held
+    by `run_directory`)."""
     keras.utils.set_random_seed(settings.seed)
     task = load_task(
         task_name,
@@ -407,41 +410,53 @@ def compare_cells(
     (``units`` None: the task's default); a sub-run already finished is
     reused unless ``overwrite``, so comparisons can grow run by run. Writes
     ``compare.json`` and, over several sizes, ``hidden_size.png`` (test metric
-    against units, the MuFuRU paper's Figure 1a); returns the comparison."""
+    against units, the MuFuRU paper's Figure 1a); returns the comparison. A
+    second comparison into ``run_dir`` while this one runs is refused
+    (`keras_rnncells.locks.run_lock`)."""
     if not cells:
         raise ValueError("Argument `cells` must name at least one cell, received none")
     for name in cells:
         task_settings(task_name, cell=name)  # every cell and the task checked before training
     run_dir = Path(run_dir)
-    sizes = list(units) if units else [None]
-    rows = []
-    for size in sizes:
-        for name in cells:
-            units_of_run = task_settings(task_name, units=size).units
-            sub_dir = run_dir / f"{name}-{units_of_run}"
-            finished = sub_dir / "results.json"
-            if finished.exists() and not overwrite:
-                results = json.loads(finished.read_text(encoding="utf-8"))
-            else:
-                results = train_task(
-                    task_name, sub_dir, name, size, epochs, batch_size, seed, limit, verbose
+    with run_lock(run_dir):  # one comparison at a time in run_dir
+        sizes = list(units) if units else [None]
+        rows = []
+        for size in sizes:
+            for name in cells:
+                units_of_run = task_settings(task_name, units=size).units
+                sub_dir = run_dir / f"{name}-{units_of_run}"
+                finished = sub_dir / "results.json"
+                if finished.exists() and not overwrite:
+                    results = json.loads(finished.read_text(encoding="utf-8"))
+                else:
+                    results = train_task(
+                        task_name,
+                        sub_dir,
+                        name,
+                        size,
+                        epochs,
+                        batch_size,
+                        seed,
+                        limit,
+                        verbose,
+                        overwrite=overwrite,
+                    )
+                rows.append(
+                    {
+                        "cell": name,
+                        "units": results["settings"]["units"],
+                        "parameters": results["parameters"],
+                        "recurrent_parameters": results["recurrent_parameters"],
+                        results["metric"]: results["test_metric"],
+                        "seconds_per_epoch": float(np.median(results["seconds_per_epoch"])),
+                        "run_dir": str(sub_dir),
+                    }
                 )
-            rows.append(
-                {
-                    "cell": name,
-                    "units": results["settings"]["units"],
-                    "parameters": results["parameters"],
-                    "recurrent_parameters": results["recurrent_parameters"],
-                    results["metric"]: results["test_metric"],
-                    "seconds_per_epoch": float(np.median(results["seconds_per_epoch"])),
-                    "run_dir": str(sub_dir),
-                }
-            )
-    comparison: dict[str, Any] = {"task": task_name, "metric": results["metric"], "runs": rows}
-    if len(sizes) > 1:
-        comparison["plots"] = plot_against_units(comparison, run_dir)
-    write_json(run_dir / "compare.json", comparison)
-    return comparison
+        comparison: dict[str, Any] = {"task": task_name, "metric": results["metric"], "runs": rows}
+        if len(sizes) > 1:
+            comparison["plots"] = plot_against_units(comparison, run_dir)
+        write_json(run_dir / "compare.json", comparison)
+        return comparison
 
 
 def plot_against_units(comparison: dict[str, Any], run_dir: Path) -> dict[str, str]:
@@ -481,6 +496,7 @@ def train_from_arguments(args: Any) -> None:
         args.out,
         **{name: getattr(args, name) for name in options},
         strategy=args.strategy,
+        overwrite=args.overwrite,
     )
     seconds = np.median(results["seconds_per_epoch"])
     print(

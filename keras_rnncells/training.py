@@ -14,18 +14,30 @@ and the shuffled pipelines of `keras_rnncells.data.pipeline` order an epoch
 by ``(seed, epoch)`` alone (`set_shuffle_epoch`). Every file is written to a
 temporary file renamed into place (`write_atomically`), so a kill leaves the
 old file or the new one, never half of one.
+
+Every trainer holds its run directory through `run_directory`: one run at a
+time trains in it (``.lock``, `keras_rnncells.locks.run_lock`), and a backup
+is resumed only by a run of the same settings (recorded in
+``backup/settings.json`` when the run starts); any other is refused, naming
+the settings that differ (`ChangedSettings`), unless ``overwrite`` starts the
+run afresh. ``epochs`` is the one setting a resumed run may change, to any
+number not below the epochs the backup holds: the data order of an epoch
+depends on ``(seed, epoch)`` only and no schedule depends on the total, so
+the run then ends with the weights of an uninterrupted run of that length.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import dataclasses
 import io
 import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +45,11 @@ import keras
 import numpy as np
 
 from keras_rnncells.data.pipeline import set_shuffle_epoch
+from keras_rnncells.locks import run_lock
+
+BACKUP = "backup"  # the directory of a run's backup, deleted when the run ends
+STATE = "state.npz"  # in it: the state of the last epoch's end (`ResumableRun`)
+SETTINGS_RECORD = "settings.json"  # and the settings of the run (`run_directory`)
 
 
 def write_atomically(path: str | os.PathLike, write: Callable[[str], None]) -> None:
@@ -117,13 +134,13 @@ class ResumableRun(keras.callbacks.Callback):
     def __init__(self, run_dir: str | os.PathLike, timer: EpochTimes | None = None) -> None:
         super().__init__()
         self.timer = timer
-        self.directory = Path(run_dir) / "backup"
+        self.directory = Path(run_dir) / BACKUP
         self.history = Path(run_dir) / "history.csv"
         self.rows: list[dict[str, Any]] = []
 
     @property
     def path(self) -> Path:
-        return self.directory / "state.npz"
+        return self.directory / STATE
 
     def variables(self) -> dict[str, list]:
         optimizer = self.model.optimizer
@@ -195,3 +212,97 @@ def settings_from_arguments(cls: type, args: Any, **extra: Any) -> Any:
     given = {key: getattr(args, key) for key in ("cell", "units", "epochs", "batch_size", "seed")}
     given.update(train_size=args.limit, **extra)
     return cls(**{key: value for key, value in given.items() if value is not None})
+
+
+# -- holding a run directory ----------------------------------------------------------
+class ChangedSettings(ValueError):
+    """A run directory's backup was made by a run of other settings:
+    ``changes`` maps each differing setting to its (recorded, given) values."""
+
+    def __init__(self, run_dir: Path, changes: dict[str, tuple[Any, Any]], trained: int) -> None:
+        self.run_dir = run_dir
+        self.changes = changes
+        self.trained = trained
+        listed = "; ".join(self.describe(name) for name in changes)
+        super().__init__(
+            f"{run_dir} holds an unfinished run started with other settings: {listed}. "
+            "Give the run's settings to resume it, or pass overwrite=True to start afresh"
+        )
+
+    def describe(self, name: str, label: str | None = None) -> str:
+        """``LABEL was OLD, now NEW`` for one of ``changes`` (``label``: the name)."""
+        old, new = self.changes[name]
+        text = f"{label or name} was {old!r}, now {new!r}"
+        if name == "epochs":
+            text += f" (below the {self.trained} epochs already trained)"
+        return text
+
+
+def settings_record(settings: Any) -> dict[str, Any]:
+    """A settings dataclass as the JSON ``backup/settings.json`` holds."""
+    return json.loads(json.dumps(dataclasses.asdict(settings)))
+
+
+def differing_settings(
+    recorded: Mapping[str, Any], given: Mapping[str, Any], trained: int = 0
+) -> dict[str, tuple[Any, Any]]:
+    """The settings of ``given`` whose value is not the ``recorded`` one (or
+    that only one of them has), as ``{name: (recorded, given)}``. ``epochs``
+    counts only when ``given`` asks for fewer than the ``trained`` epochs."""
+    changes = {}
+    for name in sorted(set(recorded) | set(given)):
+        old, new = recorded.get(name), given.get(name)
+        if old == new:
+            continue
+        if name == "epochs" and isinstance(new, int) and new >= trained:
+            continue
+        changes[name] = (old, new)
+    return changes
+
+
+def backed_up_epochs(run_dir: Path) -> int | None:
+    """How many epochs the backup of ``run_dir`` holds; None without a backup."""
+    state = run_dir / BACKUP / STATE
+    if not state.is_file():
+        return None
+    with np.load(state, allow_pickle=False) as loaded:
+        return int(loaded["epoch"])
+
+
+@contextlib.contextmanager
+def run_directory(
+    run_dir: str | os.PathLike, settings: Any, overwrite: bool = False
+) -> Iterator[Path]:
+    """Holds ``run_dir`` (created where missing) for one training run of
+    ``settings`` (a settings dataclass) and yields it.
+
+    The run holds ``run_dir/.lock`` throughout (`run_lock`: a second run in
+    the directory is refused, naming this one's pid). A backup (an
+    interrupted run) is resumed only when it was made with the same settings,
+    ``epochs`` aside (see the module); otherwise `ChangedSettings` names the
+    settings that differ, or with ``overwrite`` the backup is deleted and the
+    run starts afresh. Without a backup to resume, the ``history.csv`` of an
+    earlier run is deleted. The settings are recorded in the backup directory
+    for the next start."""
+    with run_lock(run_dir) as run_dir:
+        backup = run_dir / BACKUP
+        given = settings_record(settings)
+        trained = backed_up_epochs(run_dir)
+        record = backup / SETTINGS_RECORD
+        if trained is not None and record.is_file():  # (older versions wrote no record)
+            recorded = json.loads(record.read_text(encoding="utf-8"))
+            changes = differing_settings(recorded, given, trained)
+            if changes and not overwrite:
+                raise ChangedSettings(run_dir, changes, trained)
+            if changes:
+                trained = None
+        if trained is None:  # a fresh start: no stale backup, no stale epochs in the CSV
+            shutil.rmtree(backup, ignore_errors=True)
+            (run_dir / "history.csv").unlink(missing_ok=True)
+        write_json(record, given)
+        try:
+            yield run_dir
+        except BaseException:
+            if not (backup / STATE).exists():  # nothing to resume: no record left
+                shutil.rmtree(backup, ignore_errors=True)
+            raise

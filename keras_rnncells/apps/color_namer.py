@@ -33,12 +33,17 @@ from keras_rnncells.apps.colors import (
     normalized_weights,
     run_splits,
 )
-from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.checks import check_positive_int
 from keras_rnncells.export.servable import Servable, traced
 from keras_rnncells.seq2seq.decoder import Decoder
 from keras_rnncells.seq2seq.search import Decoded, decode
 from keras_rnncells.text import END_ID, START_ID, WordTokenizer
-from keras_rnncells.training import save_model, settings_from_arguments, write_json
+from keras_rnncells.training import (
+    run_directory,
+    save_model,
+    settings_from_arguments,
+    write_json,
+)
 
 SERVING_BEAM_WIDTH = 3
 EXAMPLE_RGB = np.array([[0.58, 0.82, 0.99], [0.0, 0.01, 0.36], [0.9, 0.1, 0.1]], "float32")
@@ -193,59 +198,66 @@ def train_color_namer(
     settings: NamerSettings = NamerSettings(),
     verbose: int | str = "auto",
     root=None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Trains, evaluates and saves into ``run_dir``; returns the results.
 
     Held-out metrics: per-word perplexity and exact-name match of the test
     examples (for the shipped list, names never seen in training, so exact
-    match is a hard measure), and exact match on the training examples."""
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    keras.utils.set_random_seed(settings.seed)
-    train, test = run_splits(settings, root)
-    tokenizer = WordTokenizer.from_corpus(train.names, lowercase=True)
-    model = ColorNamer(
-        tokenizer,
-        settings.cell,
-        settings.units,
-        settings.embedding_dim,
-        cell_options=settings.cell_options,
-    )
-    model.compile(
-        keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
-        keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-    )
-    run = fit_run(model, *teacher_forcing(model, train), settings, run_dir, verbose)
-    test_inputs, test_targets, test_weights = teacher_forcing(model, test)
-    test_loss = model.evaluate(test_inputs, test_targets, sample_weight=test_weights, verbose=0)
-    save_model(model, run_dir / "model.keras")
-    tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
-    greedy = describe_all(model, test.rgb, 1)
-    beam = describe_all(model, test.rgb, settings.beam_width)
-    train_names = describe_all(model, train.rgb, 1)
-    results = {
-        "task": f"color naming, rgb -> name ({settings.source})",
-        "train_examples": len(train),
-        "test_examples": len(test),
-        "test_perplexity": float(np.exp(test_loss)),
-        "test_exact_match_greedy": exact_match(greedy, test.names, test.weights),
-        f"test_exact_match_beam{settings.beam_width}": exact_match(beam, test.names, test.weights),
-        "train_exact_match_greedy": exact_match(train_names, train.names, train.weights),
-        **run,
-        "settings": asdict(settings),
-        "samples": [
-            {"rgb": [round(float(v), 3) for v in rgb], "name": name, "output": output}
-            for rgb, name, output in zip(test.rgb[:20], test.names, beam)
-        ],
-    }
-    write_json(run_dir / "results.json", results)
-    return results
+    match is a hard measure), and exact match on the training examples.
+
+    ``run_dir`` is held for the run (`keras_rnncells.training.run_directory`):
+    an interrupted run resumes when started again with the same settings
+    (``epochs`` may grow); one of other settings is refused, or started
+    afresh with ``overwrite``."""
+    with run_directory(run_dir, settings, overwrite) as run_dir:
+        keras.utils.set_random_seed(settings.seed)
+        train, test = run_splits(settings, root)
+        tokenizer = WordTokenizer.from_corpus(train.names, lowercase=True)
+        model = ColorNamer(
+            tokenizer,
+            settings.cell,
+            settings.units,
+            settings.embedding_dim,
+            cell_options=settings.cell_options,
+        )
+        model.compile(
+            keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        )
+        run = fit_run(model, *teacher_forcing(model, train), settings, run_dir, verbose)
+        test_inputs, test_targets, test_weights = teacher_forcing(model, test)
+        test_loss = model.evaluate(test_inputs, test_targets, sample_weight=test_weights, verbose=0)
+        save_model(model, run_dir / "model.keras")
+        tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
+        greedy = describe_all(model, test.rgb, 1)
+        beam = describe_all(model, test.rgb, settings.beam_width)
+        train_names = describe_all(model, train.rgb, 1)
+        results = {
+            "task": f"color naming, rgb -> name ({settings.source})",
+            "train_examples": len(train),
+            "test_examples": len(test),
+            "test_perplexity": float(np.exp(test_loss)),
+            "test_exact_match_greedy": exact_match(greedy, test.names, test.weights),
+            f"test_exact_match_beam{settings.beam_width}": exact_match(
+                beam, test.names, test.weights
+            ),
+            "train_exact_match_greedy": exact_match(train_names, train.names, train.weights),
+            **run,
+            "settings": asdict(settings),
+            "samples": [
+                {"rgb": [round(float(v), 3) for v in rgb], "name": name, "output": output}
+                for rgb, name, output in zip(test.rgb[:20], test.names, beam)
+            ],
+        }
+        write_json(run_dir / "results.json", results)
+        return results
 
 
 def train_from_arguments(args: Any) -> None:
     """``rnncells train color-namer``: the run, then its results and samples."""
     settings = settings_from_arguments(NamerSettings, args)
-    results = train_color_namer(args.out, settings)
+    results = train_color_namer(args.out, settings, overwrite=args.overwrite)
     print(
         f"\nHeld-out colors ({results['test_examples']}): perplexity "
         f"{results['test_perplexity']:.2f}, exact name (greedy) "

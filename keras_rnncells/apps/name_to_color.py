@@ -35,12 +35,17 @@ from keras_rnncells.apps.colors import (
     normalized_weights,
     run_splits,
 )
-from keras_rnncells.cells.base import check_positive_int
+from keras_rnncells.checks import check_positive_int
 from keras_rnncells.export.onnx_text import StringFrontEnd, padded_ids
-from keras_rnncells.export.servable import Servable, traced
+from keras_rnncells.export.servable import Servable, served_ids, traced
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordTokenizer
-from keras_rnncells.training import save_model, settings_from_arguments, write_json
+from keras_rnncells.training import (
+    run_directory,
+    save_model,
+    settings_from_arguments,
+    write_json,
+)
 
 EXAMPLE_NAMES = ("light greenish blue", "dark red", "")
 
@@ -116,7 +121,8 @@ def name_to_color_servable(model: NameToColor, name: str = "name-to-color") -> S
     "distribution": float32 (B, 3, bins)}``; an empty name gets the prior
     (see the module), unknown words read as ``[UNK]``. ONNX (no string ops):
     ``{"token_ids": int32 (B, T)}`` -> the same outputs, ids of the
-    vocabulary shipped with it (lower-cased words split on whitespace), and
+    vocabulary shipped with it (lower-cased words split on whitespace; an id
+    outside it fails the request, `served_ids`), and
     ``model_text.onnx`` on ``{"name"}`` with the tokenizer as
     onnxruntime-extensions ops (`keras_rnncells.export.onnx_text`)."""
     module = tf.Module()
@@ -136,7 +142,9 @@ def name_to_color_servable(model: NameToColor, name: str = "name-to-color") -> S
         ),
         examples=examples,
         onnx_function=traced(
-            lambda token_ids: outputs(*model.colors_from_ids(token_ids)),
+            lambda token_ids: outputs(
+                *model.colors_from_ids(served_ids(token_ids, model.encoder.vocabulary_size))
+            ),
             {"token_ids": tf.TensorSpec((None, None), tf.int32)},
         ),
         onnx_examples={"token_ids": ids},
@@ -168,60 +176,65 @@ def train_name_to_color(
     settings: NameToColorSettings = NameToColorSettings(),
     verbose: int | str = "auto",
     root=None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Trains, evaluates and saves into ``run_dir``; returns the results.
 
     Held-out metric: the mean sRGB distance between the predicted mean color
     of each test name and its color (for the shipped list, names never seen in
-    training), next to that of always predicting the training colors' mean."""
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    keras.utils.set_random_seed(settings.seed)
-    train, test = run_splits(settings, root)
-    tokenizer = WordTokenizer.from_corpus(train.names, lowercase=True)
-    model = NameToColor(
-        tokenizer,
-        settings.cell,
-        settings.units,
-        settings.embedding_dim,
-        settings.bins,
-        settings.cell_options,
-    )
-    model.compile(
-        keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
-        keras.losses.CategoricalCrossentropy(from_logits=True),
-    )
-    ids = tokenizer(tf.constant(train.names)).numpy()
-    targets = soft_bins(train.rgb, settings.bins)
-    weights = np.broadcast_to(normalized_weights(train)[:, None], targets.shape[:2])
-    run = fit_run(model, ids, targets, weights, settings, run_dir, verbose)
-    save_model(model, run_dir / "model.keras")
-    tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
-    predicted = model.colors(tf.constant(test.names))[0].numpy()
-    prior_mean = np.average(train.rgb, axis=0, weights=train.weights)
-    samples = model.colors(tf.constant(EXAMPLE_NAMES))[0].numpy()
-    results = {
-        "task": f"name -> color ({settings.source})",
-        "train_examples": len(train),
-        "test_examples": len(test),
-        "test_mean_rgb_distance": mean_distance(predicted, test.rgb, test.weights),
-        "test_mean_rgb_distance_of_mean_color": mean_distance(
-            prior_mean[None], test.rgb, test.weights
-        ),
-        **run,
-        "settings": asdict(settings),
-        "samples": {
-            name: [round(float(v), 3) for v in rgb] for name, rgb in zip(EXAMPLE_NAMES, samples)
-        },
-    }
-    write_json(run_dir / "results.json", results)
-    return results
+    training), next to that of always predicting the training colors' mean.
+
+    ``run_dir`` is held for the run (`keras_rnncells.training.run_directory`):
+    an interrupted run resumes when started again with the same settings
+    (``epochs`` may grow); one of other settings is refused, or started
+    afresh with ``overwrite``."""
+    with run_directory(run_dir, settings, overwrite) as run_dir:
+        keras.utils.set_random_seed(settings.seed)
+        train, test = run_splits(settings, root)
+        tokenizer = WordTokenizer.from_corpus(train.names, lowercase=True)
+        model = NameToColor(
+            tokenizer,
+            settings.cell,
+            settings.units,
+            settings.embedding_dim,
+            settings.bins,
+            settings.cell_options,
+        )
+        model.compile(
+            keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
+            keras.losses.CategoricalCrossentropy(from_logits=True),
+        )
+        ids = tokenizer(tf.constant(train.names)).numpy()
+        targets = soft_bins(train.rgb, settings.bins)
+        weights = np.broadcast_to(normalized_weights(train)[:, None], targets.shape[:2])
+        run = fit_run(model, ids, targets, weights, settings, run_dir, verbose)
+        save_model(model, run_dir / "model.keras")
+        tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
+        predicted = model.colors(tf.constant(test.names))[0].numpy()
+        prior_mean = np.average(train.rgb, axis=0, weights=train.weights)
+        samples = model.colors(tf.constant(EXAMPLE_NAMES))[0].numpy()
+        results = {
+            "task": f"name -> color ({settings.source})",
+            "train_examples": len(train),
+            "test_examples": len(test),
+            "test_mean_rgb_distance": mean_distance(predicted, test.rgb, test.weights),
+            "test_mean_rgb_distance_of_mean_color": mean_distance(
+                prior_mean[None], test.rgb, test.weights
+            ),
+            **run,
+            "settings": asdict(settings),
+            "samples": {
+                name: [round(float(v), 3) for v in rgb] for name, rgb in zip(EXAMPLE_NAMES, samples)
+            },
+        }
+        write_json(run_dir / "results.json", results)
+        return results
 
 
 def train_from_arguments(args: Any) -> None:
     """``rnncells train name-to-color``: the run, then its results and samples."""
     settings = settings_from_arguments(NameToColorSettings, args)
-    results = train_name_to_color(args.out, settings)
+    results = train_name_to_color(args.out, settings, overwrite=args.overwrite)
     print(
         f"\nHeld-out names ({results['test_examples']}): mean sRGB distance "
         f"{results['test_mean_rgb_distance']:.3f} (always the mean color: "

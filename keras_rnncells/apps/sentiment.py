@@ -27,13 +27,14 @@ from keras_rnncells.checks import check_positive_int, check_rate
 from keras_rnncells.data.pipeline import shuffled_slices
 from keras_rnncells.data.sentiment import read_glue_train, read_imdb, read_stsa
 from keras_rnncells.export.onnx_text import StringFrontEnd, padded_ids
-from keras_rnncells.export.servable import Servable, traced
+from keras_rnncells.export.servable import Servable, served_ids, traced
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordPieceTokenizer
 from keras_rnncells.training import (
     EpochTimes,
     parameter_count,
     run_callbacks,
+    run_directory,
     save_model,
     settings_from_arguments,
     write_json,
@@ -130,9 +131,10 @@ def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> S
     """Serving: ``{"text": string (B,)}`` -> ``{"probability": float32 (B,),
     "label": string (B,)}``, "positive" where the probability is >= 0.5. ONNX
     (no string ops): ``{"token_ids": int32 (B, T)}`` -> ``{"probability"}``,
-    ids from ``model.token_ids`` (the WordPiece vocabulary ships with it), and
-    ``model_text.onnx`` with the serving signature, the tokenizer as
-    onnxruntime-extensions ops (`keras_rnncells.export.onnx_text`)."""
+    ids from ``model.token_ids`` (the WordPiece vocabulary ships with it; an
+    id outside it fails the request, `served_ids`), and ``model_text.onnx``
+    with the serving signature, the tokenizer as onnxruntime-extensions ops
+    (`keras_rnncells.export.onnx_text`)."""
     module = tf.Module()
     module.model = model
 
@@ -158,7 +160,10 @@ def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> S
             {"text": tf.TensorSpec((None,), tf.string)},
         ),
         examples=examples,
-        onnx_function=traced(from_ids, {"token_ids": tf.TensorSpec((None, None), tf.int32)}),
+        onnx_function=traced(
+            lambda token_ids: from_ids(served_ids(token_ids, model.encoder.vocabulary_size)),
+            {"token_ids": tf.TensorSpec((None, None), tf.int32)},
+        ),
         onnx_examples={"token_ids": ids.astype("int32")},
         onnx_text=StringFrontEnd(
             model.tokenizer,
@@ -224,62 +229,69 @@ def train_sentiment(
     settings: SentimentSettings = SentimentSettings(),
     verbose: int | str = "auto",
     root=None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Trains, evaluates and saves into ``run_dir``; returns the results."""
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    keras.utils.set_random_seed(settings.seed)
-    splits = sentiment_splits(settings.dataset, root)
-    texts, labels = splits["train"]
-    if settings.train_size is not None:
-        order = np.random.default_rng(settings.seed).permutation(len(texts))[: settings.train_size]
-        splits["train"] = texts, labels = [texts[i] for i in order], labels[order]
-    tokenizer = WordPieceTokenizer.from_corpus(
-        texts, vocab_size=settings.vocabulary_size, max_length=settings.max_tokens
-    )
-    model = SentimentClassifier(
-        tokenizer,
-        settings.cell,
-        settings.units,
-        settings.embedding_dim,
-        settings.bidirectional,
-        dropout=settings.dropout,
-        cell_options=settings.cell_options,
-    )
-    model.compile(
-        keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
-        keras.losses.BinaryCrossentropy(from_logits=True),
-        metrics=[keras.metrics.BinaryAccuracy(threshold=0.0, name="accuracy")],
-    )
-    timer = EpochTimes()
-    started = time.perf_counter()
-    model.fit(
-        text_dataset(splits["train"], settings.batch_size, settings.seed),
-        validation_data=text_dataset(splits["validation"], 256),
-        epochs=settings.epochs,
-        callbacks=run_callbacks(run_dir, timer),
-        shuffle=False,  # the dataset shuffles itself
-        verbose=verbose,
-    )
-    training_seconds = time.perf_counter() - started
-    test = model.evaluate(text_dataset(splits["test"], 256), return_dict=True, verbose=0)
-    save_model(model, run_dir / "model.keras")
-    tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
-    samples = ["a gripping, beautifully acted film", "dull and far too long"]
-    probabilities = model.predict_proba(tf.constant(samples)).numpy()
-    results = {
-        "task": f"sentiment ({settings.dataset})",
-        "test_examples": len(splits["test"][0]),
-        "test_accuracy": float(test["accuracy"]),
-        "test_loss": float(test["loss"]),
-        "parameters": parameter_count(model),
-        "training_seconds": training_seconds,
-        "seconds_per_epoch": timer.seconds,
-        "settings": asdict(settings),
-        "samples": {text: float(p) for text, p in zip(samples, probabilities)},
-    }
-    write_json(run_dir / "results.json", results)
-    return results
+    """Trains, evaluates and saves into ``run_dir``; returns the results.
+
+    ``run_dir`` is held for the run (`keras_rnncells.training.run_directory`):
+    an interrupted run resumes when started again with the same settings
+    (``epochs`` may grow); one of other settings is refused, or started
+    afresh with ``overwrite``."""
+    with run_directory(run_dir, settings, overwrite) as run_dir:
+        keras.utils.set_random_seed(settings.seed)
+        splits = sentiment_splits(settings.dataset, root)
+        texts, labels = splits["train"]
+        if settings.train_size is not None:
+            order = np.random.default_rng(settings.seed).permutation(len(texts))[
+                : settings.train_size
+            ]
+            splits["train"] = texts, labels = [texts[i] for i in order], labels[order]
+        tokenizer = WordPieceTokenizer.from_corpus(
+            texts, vocab_size=settings.vocabulary_size, max_length=settings.max_tokens
+        )
+        model = SentimentClassifier(
+            tokenizer,
+            settings.cell,
+            settings.units,
+            settings.embedding_dim,
+            settings.bidirectional,
+            dropout=settings.dropout,
+            cell_options=settings.cell_options,
+        )
+        model.compile(
+            keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
+            keras.losses.BinaryCrossentropy(from_logits=True),
+            metrics=[keras.metrics.BinaryAccuracy(threshold=0.0, name="accuracy")],
+        )
+        timer = EpochTimes()
+        started = time.perf_counter()
+        model.fit(
+            text_dataset(splits["train"], settings.batch_size, settings.seed),
+            validation_data=text_dataset(splits["validation"], 256),
+            epochs=settings.epochs,
+            callbacks=run_callbacks(run_dir, timer),
+            shuffle=False,  # the dataset shuffles itself
+            verbose=verbose,
+        )
+        training_seconds = time.perf_counter() - started
+        test = model.evaluate(text_dataset(splits["test"], 256), return_dict=True, verbose=0)
+        save_model(model, run_dir / "model.keras")
+        tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
+        samples = ["a gripping, beautifully acted film", "dull and far too long"]
+        probabilities = model.predict_proba(tf.constant(samples)).numpy()
+        results = {
+            "task": f"sentiment ({settings.dataset})",
+            "test_examples": len(splits["test"][0]),
+            "test_accuracy": float(test["accuracy"]),
+            "test_loss": float(test["loss"]),
+            "parameters": parameter_count(model),
+            "training_seconds": training_seconds,
+            "seconds_per_epoch": timer.seconds,
+            "settings": asdict(settings),
+            "samples": {text: float(p) for text, p in zip(samples, probabilities)},
+        }
+        write_json(run_dir / "results.json", results)
+        return results
 
 
 def train_from_arguments(args: Any) -> None:
@@ -287,7 +299,7 @@ def train_from_arguments(args: Any) -> None:
     settings = settings_from_arguments(
         SentimentSettings, args, dataset=getattr(args, "dataset", None)
     )
-    results = train_sentiment(args.out, settings)
+    results = train_sentiment(args.out, settings, overwrite=args.overwrite)
     print(
         f"\nTest accuracy ({settings.dataset}, {results['test_examples']} texts): "
         f"{results['test_accuracy']:.2%}; {results['parameters']} parameters, "

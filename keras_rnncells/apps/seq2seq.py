@@ -22,7 +22,7 @@ from keras_rnncells.apps.base import check_settings
 from keras_rnncells.data.dates import date_splits
 from keras_rnncells.data.pipeline import shuffled_slices
 from keras_rnncells.export.onnx_text import StringFrontEnd, padded_ids
-from keras_rnncells.export.servable import Servable, traced
+from keras_rnncells.export.servable import Servable, served_ids, traced
 from keras_rnncells.seq2seq.attention import SCORES
 from keras_rnncells.seq2seq.text import TextSeq2Seq
 from keras_rnncells.text import CharTokenizer
@@ -30,6 +30,7 @@ from keras_rnncells.training import (
     EpochTimes,
     parameter_count,
     run_callbacks,
+    run_directory,
     save_model,
     settings_from_arguments,
     write_json,
@@ -43,7 +44,8 @@ def seq2seq_servable(model: TextSeq2Seq, name: str = "seq2seq") -> Servable:
     """Serving: ``{"text": string (B,)}`` -> ``{"output": string (B,),
     "score": float32 (B,)}``, beam search of width 4 in the graph. ONNX (no
     string ops): ``{"token_ids": int32 (B, S)}`` -> ``{"tokens": int32 (B, L),
-    "score"}``, the ids of the two vocabularies shipped with it, and
+    "score"}``, the ids of the two vocabularies shipped with it (a source id
+    outside its vocabulary fails the request, `served_ids`), and
     ``model_text.onnx`` with the serving signature, the tokenizers as
     onnxruntime-extensions ops (`keras_rnncells.export.onnx_text`)."""
     module = tf.Module()
@@ -65,7 +67,12 @@ def seq2seq_servable(model: TextSeq2Seq, name: str = "seq2seq") -> Servable:
         module=module,
         serve=traced(from_text, {"text": tf.TensorSpec((None,), tf.string)}),
         examples=examples,
-        onnx_function=traced(from_ids, {"token_ids": tf.TensorSpec((None, None), tf.int32)}),
+        onnx_function=traced(
+            lambda token_ids: from_ids(
+                served_ids(token_ids, model.seq2seq.encoder.vocabulary_size)
+            ),
+            {"token_ids": tf.TensorSpec((None, None), tf.int32)},
+        ),
         onnx_examples={"token_ids": ids},
         onnx_text=StringFrontEnd(
             model.source_tokenizer,
@@ -126,73 +133,80 @@ def exact_match(predictions: list[str], targets: list[str]) -> float:
 
 
 def train_date_normalizer(
-    run_dir: str | Path, settings: DateSettings = DateSettings(), verbose: int | str = "auto"
+    run_dir: str | Path,
+    settings: DateSettings = DateSettings(),
+    verbose: int | str = "auto",
+    overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Trains, evaluates and saves into ``run_dir``; returns the results."""
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    keras.utils.set_random_seed(settings.seed)
-    splits = date_splits(
-        settings.train_size, settings.test_size, settings.validation_size, settings.seed
-    )
-    sources, targets = zip(*splits["train"])
-    model = TextSeq2Seq.from_tokenizers(
-        CharTokenizer.from_corpus(sources),
-        CharTokenizer.from_corpus(targets),
-        cell=settings.cell,
-        units=settings.units,
-        embedding_dim=settings.embedding_dim,
-        bidirectional=settings.bidirectional,
-        attention=settings.attention,
-        cell_options=settings.cell_options,
-        max_output_length=12,  # "YYYY-MM-DD" and the end token, with room to spare
-    )
-    model.compile(
-        keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
-        keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-    )
-    timer = EpochTimes()
-    started = time.perf_counter()
-    model.fit(
-        string_dataset(splits["train"], model, settings.batch_size, settings.seed),
-        validation_data=string_dataset(splits["validation"], model, settings.batch_size),
-        epochs=settings.epochs,
-        callbacks=run_callbacks(run_dir, timer),
-        shuffle=False,  # the dataset shuffles itself
-        verbose=verbose,
-    )
-    training_seconds = time.perf_counter() - started
-    test_sources, test_targets = (list(column) for column in zip(*splits["test"]))
-    greedy = translate_all(model, test_sources, beam_width=1)
-    beam = translate_all(model, test_sources, beam_width=settings.beam_width)
-    save_model(model, run_dir / "model.keras")
-    model.source_tokenizer.save_vocabulary(run_dir / "source_vocabulary.txt")
-    model.target_tokenizer.save_vocabulary(run_dir / "target_vocabulary.txt")
-    samples = dict(zip(EXAMPLES, translate_all(model, list(EXAMPLES), settings.beam_width)))
-    results = {
-        "task": "date normalization (character level)",
-        "test_examples": len(test_targets),
-        "exact_match_greedy": exact_match(greedy, test_targets),
-        f"exact_match_beam{settings.beam_width}": exact_match(beam, test_targets),
-        "parameters": parameter_count(model),
-        "training_seconds": training_seconds,
-        "seconds_per_epoch": timer.seconds,
-        "settings": asdict(settings),
-        "samples": samples,
-        "test_errors": [
-            {"source": s, "target": t, "output": o}
-            for s, t, o in zip(test_sources, test_targets, greedy)
-            if o != t
-        ][:20],
-    }
-    write_json(run_dir / "results.json", results)
-    return results
+    """Trains, evaluates and saves into ``run_dir``; returns the results.
+
+    ``run_dir`` is held for the run (`keras_rnncells.training.run_directory`):
+    an interrupted run resumes when started again with the same settings
+    (``epochs`` may grow); one of other settings is refused, or started
+    afresh with ``overwrite``."""
+    with run_directory(run_dir, settings, overwrite) as run_dir:
+        keras.utils.set_random_seed(settings.seed)
+        splits = date_splits(
+            settings.train_size, settings.test_size, settings.validation_size, settings.seed
+        )
+        sources, targets = zip(*splits["train"])
+        model = TextSeq2Seq.from_tokenizers(
+            CharTokenizer.from_corpus(sources),
+            CharTokenizer.from_corpus(targets),
+            cell=settings.cell,
+            units=settings.units,
+            embedding_dim=settings.embedding_dim,
+            bidirectional=settings.bidirectional,
+            attention=settings.attention,
+            cell_options=settings.cell_options,
+            max_output_length=12,  # "YYYY-MM-DD" and the end token, with room to spare
+        )
+        model.compile(
+            keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        )
+        timer = EpochTimes()
+        started = time.perf_counter()
+        model.fit(
+            string_dataset(splits["train"], model, settings.batch_size, settings.seed),
+            validation_data=string_dataset(splits["validation"], model, settings.batch_size),
+            epochs=settings.epochs,
+            callbacks=run_callbacks(run_dir, timer),
+            shuffle=False,  # the dataset shuffles itself
+            verbose=verbose,
+        )
+        training_seconds = time.perf_counter() - started
+        test_sources, test_targets = (list(column) for column in zip(*splits["test"]))
+        greedy = translate_all(model, test_sources, beam_width=1)
+        beam = translate_all(model, test_sources, beam_width=settings.beam_width)
+        save_model(model, run_dir / "model.keras")
+        model.source_tokenizer.save_vocabulary(run_dir / "source_vocabulary.txt")
+        model.target_tokenizer.save_vocabulary(run_dir / "target_vocabulary.txt")
+        samples = dict(zip(EXAMPLES, translate_all(model, list(EXAMPLES), settings.beam_width)))
+        results = {
+            "task": "date normalization (character level)",
+            "test_examples": len(test_targets),
+            "exact_match_greedy": exact_match(greedy, test_targets),
+            f"exact_match_beam{settings.beam_width}": exact_match(beam, test_targets),
+            "parameters": parameter_count(model),
+            "training_seconds": training_seconds,
+            "seconds_per_epoch": timer.seconds,
+            "settings": asdict(settings),
+            "samples": samples,
+            "test_errors": [
+                {"source": s, "target": t, "output": o}
+                for s, t, o in zip(test_sources, test_targets, greedy)
+                if o != t
+            ][:20],
+        }
+        write_json(run_dir / "results.json", results)
+        return results
 
 
 def train_from_arguments(args: Any) -> None:
     """``rnncells train seq2seq``: the run, then its results and samples."""
     settings = settings_from_arguments(DateSettings, args)
-    results = train_date_normalizer(args.out, settings)
+    results = train_date_normalizer(args.out, settings, overwrite=args.overwrite)
     beam = f"exact_match_beam{settings.beam_width}"
     print(
         f"\nHeld-out exact match ({results['test_examples']} dates never seen in training): "
