@@ -1,4 +1,6 @@
-"""Packaging of keras_rnncells: ``pip install -e .`` (add ``".[test]"`` for the tests)."""
+"""Packaging of keras_rnncells: ``pip install -e .`` gives the cells and layers; the
+extras (``".[apps]"`` for the ``rnncells`` applications, ``".[test]"`` for the tests)
+add the rest."""
 
 import re
 from pathlib import Path
@@ -27,6 +29,20 @@ ONNX = [
     "onnxruntime-extensions>=0.15,<1",
 ]
 
+# `import keras_rnncells` needs only the core (the cells, layers, seq2seq, the
+# applications' classes); each extra brings what some use of the package needs.
+# The WordPiece tokenizer (the sentiment model) and its vocabulary learner.
+TEXT = ["tensorflow-text==2.21.*"]
+# `rnncells export` and `rnncells quickstart` write ONNX artifacts; the sentiment
+# model's string-input ONNX file and the SavedModel check need tensorflow-text too.
+EXPORT = [*ONNX, *TEXT]
+# The `rnncells` applications: train, export, quickstart (text and export, EXPORT
+# holding TEXT); TensorFlow 2.21 no longer brings tensorboard, and `rnncells train`
+# writes its logs.
+APPS = [*EXPORT, "tensorboard==2.21.*"]
+PLOT = ["matplotlib>=3.8"]  # the plots of `rnncells train`
+ALL = [*APPS, *PLOT]
+
 setup(
     name="keras-rnncells",
     version=read_version(),
@@ -40,24 +56,25 @@ setup(
     install_requires=[
         "tensorflow==2.21.*",
         "keras>=3.12,<4",
-        "tensorflow-text==2.21.*",
-        # TensorFlow 2.21 no longer brings it; `rnncells train` writes its logs.
-        "tensorboard==2.21.*",
         "numpy",
-        *ONNX,  # `rnncells export` and `rnncells quickstart` write ONNX artifacts
     ],
     extras_require={
+        "text": TEXT,
+        "export": EXPORT,
+        "apps": APPS,
+        "plot": PLOT,
+        "all": ALL,
         # ruff's formatting changes between minor versions: `ruff format --check` needs one.
         # The tests build TF Serving's gRPC requests for every application, and run
         # in one process per core (pytest-xdist; see pytest.ini).
         "test": [
+            *ALL,
             "pytest>=8",
             "pytest-xdist>=3.5",
             "hypothesis>=6",
             "ruff==0.17.*",
             "tensorflow-serving-api==2.21.*",
         ],
-        "plot": ["matplotlib>=3.8"],
     },
     entry_points={"console_scripts": ["rnncells = keras_rnncells.cli:main"]},
 )

@@ -38,6 +38,10 @@ class SavedModelRunner:
     returning numpy outputs by name (strings as ``bytes`` objects)."""
 
     def __init__(self, path: str | os.PathLike, signature: str = SIGNATURE) -> None:
+        try:  # the text applications' graphs hold tensorflow-text ops, as the model server links
+            import tensorflow_text  # noqa: F401
+        except ImportError:
+            pass
         self.loaded = tf.saved_model.load(os.fspath(path))  # its signatures need it alive
         self.function = self.loaded.signatures[signature]
 

@@ -9,7 +9,8 @@ configuration, vocabulary files and learning. The lookups are TensorFlow hash
 tables owned by the layer, so a tokenizer runs eagerly, in a ``tf.function``,
 in a Keras model (saved as ``.keras`` with its vocabulary in its config) and in
 a SavedModel (the tables are saved and restored with it). They need Keras'
-TensorFlow backend (tensorflow-text ops).
+TensorFlow backend; `WordPieceTokenizer` also needs tensorflow-text (the
+``text`` extra), imported when one is built, not with the package.
 
 A string batch becomes, with ``add_start`` and ``add_end``::
 
@@ -28,9 +29,9 @@ from typing import Any
 
 import keras
 import tensorflow as tf
-import tensorflow_text as text
 
 from keras_rnncells.checks import check_bool, check_integer
+from keras_rnncells.text._tf_text import tensorflow_text
 from keras_rnncells.text.vocabulary import (
     END_ID,
     PAD_ID,
@@ -335,6 +336,7 @@ class WordPieceTokenizer(Tokenizer):
         max_length: int | None = None,
         **kwargs: Any,
     ) -> None:
+        text = tensorflow_text("WordPieceTokenizer")  # the `text` extra
         super().__init__(vocabulary, lowercase=lowercase, max_length=max_length, **kwargs)
         self._bert = text.BertTokenizer(
             self._token_ids,

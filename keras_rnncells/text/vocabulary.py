@@ -24,9 +24,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 import tensorflow as tf
-from tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset import bert_vocab_from_dataset
 
 from keras_rnncells.checks import check_integer
+from keras_rnncells.text._tf_text import tensorflow_text
 
 PAD, UNK, START, END = "[PAD]", "[UNK]", "[START]", "[END]"
 SPECIAL_TOKENS = (PAD, UNK, START, END)
@@ -159,8 +159,12 @@ def learn_wordpiece_vocabulary(
     basic tokenizer with ``bert_tokenizer_params``), at most ``vocab_size`` in all
     (only the special tokens if ``texts`` hold no word)."""
     check_integer("vocab_size", vocab_size, len(SPECIAL_TOKENS) + 1)
+    learner = tensorflow_text(
+        "WordPieceTokenizer.from_corpus",
+        "tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset",
+    )
     try:
-        vocabulary = bert_vocab_from_dataset(
+        vocabulary = learner.bert_vocab_from_dataset(
             string_batches(texts),
             vocab_size=vocab_size,
             reserved_tokens=list(SPECIAL_TOKENS),
