@@ -6,15 +6,15 @@ in-graph tokenizers (``keras_rnncells.text``) and the applications
 (``keras_rnncells.apps``, whose model classes Keras then knows) as subpackages."""
 
 from keras_rnncells import apps, cells, layers, seq2seq, text
-
-# The applications' model classes register with Keras when their modules are
-# imported: so does `import keras_rnncells`, and every model.keras the package
-# writes loads after it (TextSeq2Seq is in seq2seq).
-from keras_rnncells.apps import color_namer, name_to_color, sentiment  # noqa: F401
 from keras_rnncells.cells import *  # noqa: F403 (names listed in cells.__all__)
 from keras_rnncells.cells.mufuru import register_operation
 from keras_rnncells.layers import *  # noqa: F403 (names listed in layers.__all__)
 from keras_rnncells.regularizers import NormStabilizer, norm_stabilizer
+
+# The applications' model classes register with Keras when their modules are
+# imported: load_apps imports every one listed (keras_rnncells.defaults.APPS),
+# so every model.keras the package writes loads after `import keras_rnncells`.
+apps.load_apps()
 
 __all__ = [
     *cells.__all__,

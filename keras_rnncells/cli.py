@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from keras_rnncells.defaults import STRATEGIES, TASK_DEFAULTS, cluster_config
+from keras_rnncells.defaults import APPS, STRATEGIES, TASK_DEFAULTS, cluster_config
 
 PACKAGE = Path(__file__).resolve().parent
 
@@ -162,19 +162,11 @@ def demo_run(args: argparse.Namespace) -> None:
 
 
 # -- rnncells train ----------------------------------------------------------------
-# What `rnncells train NAME` trains: NAME -> (module with `train_from_arguments`, help).
+# What `rnncells train NAME` trains: NAME -> (module with `train_from_arguments`, help):
+# the applications (`defaults.APPS`, registered in keras_rnncells.apps.registry)
+# and the data tasks.
 TRAINABLE: dict[str, tuple[str, str]] = {
-    "sentiment": (
-        "keras_rnncells.apps.sentiment",
-        "text -> probability of positive; SST-2 (--dataset imdb: IMDB), tokenized in the model",
-    ),
-    "color-namer": ("keras_rnncells.apps.color_namer", "rgb -> color name, shipped XKCD list"),
-    "name-to-color": ("keras_rnncells.apps.name_to_color", "color name -> rgb, shipped XKCD list"),
-    "seq2seq": (
-        "keras_rnncells.apps.seq2seq",
-        "date normalization, 'Nov 21, 2026' -> '2026-11-21': a character-level "
-        "encoder-decoder with attention",
-    ),
+    **{name: (listing.module, listing.help) for name, listing in APPS.items()},
     **{
         name: ("keras_rnncells.experiments", defaults.help)
         for name, defaults in TASK_DEFAULTS.items()
@@ -256,7 +248,12 @@ def train_check(args: argparse.Namespace) -> None:
 def train_run(args: argparse.Namespace) -> None:
     from keras_rnncells.training import ChangedSettings
 
-    module = importlib.import_module(TRAINABLE[args.name][0])
+    if args.name in APPS:
+        from keras_rnncells.apps.registry import get_app
+
+        train = get_app(args.name).train_from_arguments
+    else:
+        train = importlib.import_module(TRAINABLE[args.name][0]).train_from_arguments
     if args.workers is not None:
         from keras_rnncells.distribute import launch_local_workers, worker_command
 
@@ -266,7 +263,7 @@ def train_run(args: argparse.Namespace) -> None:
 
         split_cpu(args.cpu_devices)
     try:
-        module.train_from_arguments(args)
+        train(args)
     except ChangedSettings as error:
         listed = "; ".join(
             error.describe(name, SETTING_FLAGS.get(name, name)) for name in error.changes
@@ -387,7 +384,8 @@ def export_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def export_command(args: argparse.Namespace) -> None:
-    from keras_rnncells.export.command import export_run, parse_formats
+    from keras_rnncells.apps.runs import export_run
+    from keras_rnncells.export.command import parse_formats
 
     paths = export_run(
         args.run_dir, args.out, args.version, parse_formats(args.format), args.overwrite, args.key
@@ -550,6 +548,17 @@ CLI_WORDING = {
     "Argument `directory`: ": "",  # rnncells verify: the message names the directory
 }
 
+# The extra (setup.py) that installs each optional module a command may import:
+# missing, the command says which to install (`anticipated_message`).
+EXTRAS = {
+    "tensorflow_text": "text",
+    "tf2onnx": "export",
+    "onnx": "export",
+    "onnxruntime": "export",
+    "onnxruntime_extensions": "export",
+    "tensorboard": "apps",
+}
+
 # TensorFlow's C++ log level where the user set none: errors neither (they
 # surface as Python exceptions; what TensorFlow logs at that level on a machine
 # without a GPU is noise, such as the failed cuInit).
@@ -658,11 +667,16 @@ def directories_under(top: Path) -> list[Path]:
 
 def anticipated_message(error: Exception, command: Command) -> str | None:
     """The one-line message of an anticipated error, None for any other: a
-    `CommandError`; an ``OSError`` naming a file; a ``ValueError`` or
+    `CommandError`; a missing optional module, with its extra (`EXTRAS`); an
+    ``OSError`` naming a file; a ``ValueError`` or
     ``OSError`` raised by the package (its argument and input checks) or one
     of ``command.anticipated``, worded with the command's flags."""
     if isinstance(error, CommandError):
         message = str(error)
+    elif isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] in EXTRAS:
+        module = error.name.split(".")[0]
+        install = f"pip install 'keras-rnncells[{EXTRAS[module]}]'"
+        message = str(error) if install in str(error) else f"{module} is missing: {install}"
     elif isinstance(error, OSError) and error.filename is not None:
         message = f"{error.filename}: {error.strerror or error}"
     elif isinstance(error, command.anticipated) or (

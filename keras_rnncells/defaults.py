@@ -1,5 +1,7 @@
 """Plain data that `rnncells` reads while parsing its arguments, importable
-without TensorFlow: the default `Settings` of each data task
+without TensorFlow: the applications' names, modules and help lines (`APPS`,
+read by the app registry `keras_rnncells.apps.registry`), the default
+`Settings` of each data task
 (`TASK_DEFAULTS`, used by `keras_rnncells.experiments`), the names of the
 distribution strategies (`STRATEGIES`, built by `keras_rnncells.distribute`)
 and the check of ``TF_CONFIG`` (`cluster_config`), so that a malformed one is
@@ -14,6 +16,37 @@ from collections.abc import Mapping
 from typing import Any
 
 STRATEGIES = ("none", "mirrored", "multiworker")
+
+
+@dataclasses.dataclass(frozen=True)
+class AppListing:
+    """Where an application registers itself (``module`` calls
+    `keras_rnncells.apps.registry.register_app` with the app's name) and its
+    one-line help, known without importing the module."""
+
+    module: str
+    help: str
+
+
+# Every application, by the name `rnncells train NAME` and the registry give
+# it; a test holds each module to registering exactly its listed name.
+APPS: dict[str, AppListing] = {
+    "color-namer": AppListing(
+        "keras_rnncells.apps.color_namer", "rgb -> color name, shipped XKCD list"
+    ),
+    "name-to-color": AppListing(
+        "keras_rnncells.apps.name_to_color", "color name -> rgb, shipped XKCD list"
+    ),
+    "sentiment": AppListing(
+        "keras_rnncells.apps.sentiment",
+        "text -> probability of positive; SST-2 (--dataset imdb: IMDB), tokenized in the model",
+    ),
+    "seq2seq": AppListing(
+        "keras_rnncells.apps.seq2seq",
+        "date normalization, 'Nov 21, 2026' -> '2026-11-21': a character-level "
+        "encoder-decoder with attention",
+    ),
+}
 
 
 @dataclasses.dataclass(frozen=True)

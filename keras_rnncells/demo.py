@@ -12,7 +12,6 @@ do better.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import keras
@@ -21,6 +20,7 @@ import numpy as np
 from keras_rnncells.checks import check_positive_int
 from keras_rnncells.data.synthetic import adding_problem
 from keras_rnncells.layers import GRU, MGU, CellLayer
+from keras_rnncells.training import EpochTimes
 
 STEPS = 50
 
@@ -33,20 +33,6 @@ class Result:
     parameters: int
     seconds_per_epoch: float
     test_mse: float
-
-
-class EpochTimer(keras.callbacks.Callback):
-    """Wall-clock seconds of every training epoch."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seconds: list[float] = []
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.start = time.perf_counter()
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.seconds.append(time.perf_counter() - self.start)
 
 
 def train(
@@ -66,7 +52,7 @@ def train(
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
     if verbose:
         print(f"{layer_class.__name__}({units}), {model.count_params()} parameters:")
-    timer = EpochTimer()
+    timer = EpochTimes()
     model.fit(x_train, y_train, batch_size=32, epochs=epochs, callbacks=[timer], verbose=verbose)
     test_mse = model.evaluate(x_test, y_test, batch_size=256, verbose=0)
     return Result(

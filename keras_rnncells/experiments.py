@@ -34,11 +34,10 @@ from keras_rnncells.distribute import describe, make_strategy, prepare_model, wr
 from keras_rnncells.layers import RNN
 from keras_rnncells.locks import run_lock
 from keras_rnncells.training import (
-    EpochTimes,
+    finish_run,
+    fit_run,
     parameter_count,
-    run_callbacks,
     run_directory,
-    save_model,
     write_atomically,
     write_json,
 )
@@ -262,17 +261,16 @@ def train_settings(
             **{name: getattr(settings, name) for name in model_options},
         )
     prepare_model(model, strategy)
-    timer = EpochTimes()
-    model.fit(
+    run = fit_run(
+        model,
         task.train,
+        run_dir,
+        settings.epochs,
         validation_data=task.validation,
-        epochs=settings.epochs,
-        callbacks=run_callbacks(run_dir, timer, ema=settings.ema_momentum is not None),
-        shuffle=False,  # the datasets shuffle themselves
         verbose=verbose,
+        ema=settings.ema_momentum is not None,
     )
     scores = evaluate(model, task)
-    save_model(model, run_dir / "model.keras")
     metric = test_metric(task.kind)
     results: dict[str, Any] = {
         "task": task_name,
@@ -282,10 +280,8 @@ def train_settings(
         "metric": "mse" if metric == "loss" else metric,
         "test_metric": scores[metric],
         "test": scores,
-        "parameters": parameter_count(model),
+        **run,
         "recurrent_parameters": recurrent_parameter_count(model),
-        "training_seconds": sum(timer.seconds),  # every epoch's, resumed runs' included
-        "seconds_per_epoch": timer.seconds,
         "settings": dataclasses.asdict(settings),
         "distribution": describe(strategy),
         "defaults_follow": task_defaults(task_name).source,
@@ -294,8 +290,7 @@ def train_settings(
     if settings.cell == "mufuru" and task.vocabulary_size is not None:
         results["operation_weights"] = average_operation_weights(model, task)
     results["plots"] = write_plots(run_dir, results)
-    write_json(run_dir / "results.json", results)
-    return results
+    return finish_run(run_dir, model, results)
 
 
 def recurrent_parameter_count(model: keras.Model) -> int:

@@ -202,6 +202,47 @@ def run_callbacks(
     return [keras.callbacks.SwapEMAWeights(), *callbacks] if ema else callbacks
 
 
+def fit_run(
+    model: keras.Model,
+    train: Any,
+    run_dir: Path,
+    epochs: int,
+    validation_data: Any = None,
+    verbose: int | str = "auto",
+    ema: bool = False,
+) -> dict[str, Any]:
+    """``model.fit`` of a run: ``train`` (a dataset that shuffles itself by
+    ``(seed, epoch)``, `keras_rnncells.data.pipeline`) for ``epochs``, with
+    `run_callbacks` (resumable backups, ``history.csv``, TensorBoard logs, the
+    epoch timer). Returns what every run's ``results.json`` holds of its
+    training: ``training_seconds`` (the sum over epochs, so the epochs of an
+    interrupted process count in a resumed run), ``seconds_per_epoch`` and
+    ``parameters`` (trainable)."""
+    timer = EpochTimes()
+    model.fit(
+        train,
+        validation_data=validation_data,
+        epochs=epochs,
+        callbacks=run_callbacks(run_dir, timer, ema=ema),
+        shuffle=False,  # the dataset shuffles itself
+        verbose=verbose,
+    )
+    return {
+        "training_seconds": sum(timer.seconds),
+        "seconds_per_epoch": timer.seconds,
+        "parameters": parameter_count(model),
+    }
+
+
+def finish_run(run_dir: Path, model: keras.Model, results: dict[str, Any]) -> dict[str, Any]:
+    """Writes a finished run: ``model.keras`` and ``results.json`` (each
+    atomically, the results last: a run directory with ``results.json`` is
+    finished); returns ``results``."""
+    save_model(model, run_dir / "model.keras")
+    write_json(run_dir / "results.json", results)
+    return results
+
+
 def parameter_count(model: keras.Model) -> int:
     return int(sum(keras.ops.size(w) for w in model.trainable_weights))
 

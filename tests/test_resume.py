@@ -108,6 +108,8 @@ def test_a_run_killed_mid_epoch_resumes_to_the_weights_of_an_uninterrupted_run(t
     assert not (run_dir / "backup").exists()
     results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
     assert len(results["seconds_per_epoch"]) == 3  # the killed process's epoch kept
+    # and counted in the run's training time, as in an uninterrupted run (training.fit_run)
+    assert results["training_seconds"] == pytest.approx(sum(results["seconds_per_epoch"]))
 
 
 def wait_for_backup(process: subprocess.Popen, run_dir: Path) -> Path:

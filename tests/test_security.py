@@ -17,9 +17,9 @@ import keras
 import pytest
 
 import keras_rnncells
+from keras_rnncells.apps.runs import export_run
 from keras_rnncells.cli import main
 from keras_rnncells.export import verify_manifest
-from keras_rnncells.export.command import export_run
 from keras_rnncells.training import save_model, write_atomically, write_csv, write_json
 
 PACKAGE = Path(keras_rnncells.__file__).parent

@@ -27,22 +27,23 @@ from keras_rnncells.apps.colors import (
     ColorExamples,
     ColorSettings,
     check_rgb,
+    color_batches,
     color_features,
     finite_or_failing,
-    fit_run,
     normalized_weights,
     run_splits,
 )
+from keras_rnncells.apps.registry import register_app
 from keras_rnncells.checks import check_positive_int
 from keras_rnncells.export.servable import Servable, traced
 from keras_rnncells.seq2seq.decoder import Decoder
 from keras_rnncells.seq2seq.search import Decoded, decode
 from keras_rnncells.text import END_ID, START_ID, WordTokenizer
 from keras_rnncells.training import (
+    finish_run,
+    fit_run,
     run_directory,
-    save_model,
     settings_from_arguments,
-    write_json,
 )
 
 SERVING_BEAM_WIDTH = 3
@@ -205,11 +206,8 @@ def train_color_namer(
     Held-out metrics: per-word perplexity and exact-name match of the test
     examples (for the shipped list, names never seen in training, so exact
     match is a hard measure), and exact match on the training examples.
-
-    ``run_dir`` is held for the run (`keras_rnncells.training.run_directory`):
-    an interrupted run resumes when started again with the same settings
-    (``epochs`` may grow); one of other settings is refused, or started
-    afresh with ``overwrite``."""
+    ``run_dir`` and ``overwrite``: as `keras_rnncells.training.run_directory`
+    holds, resumes or refuses a run."""
     with run_directory(run_dir, settings, overwrite) as run_dir:
         keras.utils.set_random_seed(settings.seed)
         train, test = run_splits(settings, root)
@@ -225,10 +223,10 @@ def train_color_namer(
             keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
             keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
         )
-        run = fit_run(model, *teacher_forcing(model, train), settings, run_dir, verbose)
+        batches = color_batches(*teacher_forcing(model, train), settings)
+        run = fit_run(model, batches, run_dir, settings.epochs, verbose=verbose)
         test_inputs, test_targets, test_weights = teacher_forcing(model, test)
         test_loss = model.evaluate(test_inputs, test_targets, sample_weight=test_weights, verbose=0)
-        save_model(model, run_dir / "model.keras")
         tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
         greedy = describe_all(model, test.rgb, 1)
         beam = describe_all(model, test.rgb, settings.beam_width)
@@ -250,8 +248,7 @@ def train_color_namer(
                 for rgb, name, output in zip(test.rgb[:20], test.names, beam)
             ],
         }
-        write_json(run_dir / "results.json", results)
-        return results
+        return finish_run(run_dir, model, results)
 
 
 def train_from_arguments(args: Any) -> None:
@@ -268,3 +265,6 @@ def train_from_arguments(args: Any) -> None:
     for sample in results["samples"][:8]:
         print(f"  {sample['rgb']} {sample['name']!r:>24} -> {sample['output']!r}")
     print(f"Model, vocabulary, results.json and logs in {args.out}")
+
+
+register_app("color-namer", ColorNamer, color_namer_servable, train_from_arguments)

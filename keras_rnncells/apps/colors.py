@@ -23,13 +23,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import time
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -37,7 +34,6 @@ from keras_rnncells.apps.base import check_settings
 from keras_rnncells.checks import shapes_compatible
 from keras_rnncells.data.paths import data_file
 from keras_rnncells.data.pipeline import shuffled_slices
-from keras_rnncells.training import EpochTimes, parameter_count, run_callbacks
 
 SOURCES = ("list", "counts")
 COUNTS_FOLDER, COUNTS_FILE = "xkcd_color", "c3_data.json.gz"
@@ -205,29 +201,10 @@ def normalized_weights(examples: ColorExamples) -> np.ndarray:
     return (examples.weights / examples.weights.mean()).astype("float32")
 
 
-def fit_run(
-    model: keras.Model,
-    inputs: Any,
-    targets: np.ndarray,
-    weights: np.ndarray,
-    settings: ColorSettings,
-    run_dir: Path,
-    verbose: int | str,
-) -> dict[str, Any]:
-    """``model.fit`` with the run's callbacks (resumable, logs); the timings."""
-    timer = EpochTimes()
-    started = time.perf_counter()
-    # shuffled per (seed, epoch), not by Keras: a resumed run sees an uninterrupted run's order
+def color_batches(
+    inputs: Any, targets: np.ndarray, weights: np.ndarray, settings: ColorSettings
+) -> tf.data.Dataset:
+    """The training batches of a color run, shuffled per ``(seed, epoch)``
+    rather than by Keras, so a resumed run sees an uninterrupted run's order."""
     batches = shuffled_slices((inputs, targets, weights), settings.seed).batch(settings.batch_size)
-    model.fit(
-        batches.prefetch(tf.data.AUTOTUNE),
-        epochs=settings.epochs,
-        callbacks=run_callbacks(run_dir, timer),
-        shuffle=False,  # the dataset shuffles itself
-        verbose=verbose,
-    )
-    return {
-        "training_seconds": time.perf_counter() - started,
-        "seconds_per_epoch": timer.seconds,
-        "parameters": parameter_count(model),
-    }
+    return batches.prefetch(tf.data.AUTOTUNE)

@@ -31,21 +31,22 @@ from keras import ops
 from keras_rnncells.apps.base import TokenizerModel
 from keras_rnncells.apps.colors import (
     ColorSettings,
-    fit_run,
+    color_batches,
     normalized_weights,
     run_splits,
 )
+from keras_rnncells.apps.registry import register_app
 from keras_rnncells.checks import check_positive_int
-from keras_rnncells.export.onnx_text import StringFrontEnd, padded_ids
-from keras_rnncells.export.servable import Servable, served_ids, traced
+from keras_rnncells.export.servable import (
+    Servable,
+    StringFrontEnd,
+    padded_ids,
+    served_ids,
+    traced,
+)
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordTokenizer
-from keras_rnncells.training import (
-    run_directory,
-    save_model,
-    settings_from_arguments,
-    write_json,
-)
+from keras_rnncells.training import finish_run, fit_run, run_directory, settings_from_arguments
 
 EXAMPLE_NAMES = ("light greenish blue", "dark red", "")
 
@@ -183,11 +184,8 @@ def train_name_to_color(
     Held-out metric: the mean sRGB distance between the predicted mean color
     of each test name and its color (for the shipped list, names never seen in
     training), next to that of always predicting the training colors' mean.
-
-    ``run_dir`` is held for the run (`keras_rnncells.training.run_directory`):
-    an interrupted run resumes when started again with the same settings
-    (``epochs`` may grow); one of other settings is refused, or started
-    afresh with ``overwrite``."""
+    ``run_dir`` and ``overwrite``: as `keras_rnncells.training.run_directory`
+    holds, resumes or refuses a run."""
     with run_directory(run_dir, settings, overwrite) as run_dir:
         keras.utils.set_random_seed(settings.seed)
         train, test = run_splits(settings, root)
@@ -207,8 +205,8 @@ def train_name_to_color(
         ids = tokenizer(tf.constant(train.names)).numpy()
         targets = soft_bins(train.rgb, settings.bins)
         weights = np.broadcast_to(normalized_weights(train)[:, None], targets.shape[:2])
-        run = fit_run(model, ids, targets, weights, settings, run_dir, verbose)
-        save_model(model, run_dir / "model.keras")
+        batches = color_batches(ids, targets, weights, settings)
+        run = fit_run(model, batches, run_dir, settings.epochs, verbose=verbose)
         tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
         predicted = model.colors(tf.constant(test.names))[0].numpy()
         prior_mean = np.average(train.rgb, axis=0, weights=train.weights)
@@ -227,8 +225,7 @@ def train_name_to_color(
                 name: [round(float(v), 3) for v in rgb] for name, rgb in zip(EXAMPLE_NAMES, samples)
             },
         }
-        write_json(run_dir / "results.json", results)
-        return results
+        return finish_run(run_dir, model, results)
 
 
 def train_from_arguments(args: Any) -> None:
@@ -244,3 +241,6 @@ def train_from_arguments(args: Any) -> None:
     for name, rgb in results["samples"].items():
         print(f"  {name!r:>24} -> rgb {rgb}")
     print(f"Model, vocabulary, results.json and logs in {args.out}")
+
+
+register_app("name-to-color", NameToColor, name_to_color_servable, train_from_arguments)

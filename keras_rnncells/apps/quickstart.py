@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from keras_rnncells.apps.color_namer import NamerSettings, train_color_namer
 from keras_rnncells.apps.name_to_color import NameToColorSettings, train_name_to_color
-from keras_rnncells.export.command import export_run
+from keras_rnncells.apps.runs import export_run
 
 COLORS = {"red": (0.9, 0.1, 0.1), "sky": (0.5, 0.75, 0.95), "olive": (0.5, 0.5, 0.1)}
 NAMES = ("light greenish blue", "dark red", "pale purple", "bright orange")

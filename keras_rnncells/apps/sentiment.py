@@ -12,7 +12,6 @@ tested on the labeled ``stsa.binary.test`` sentences) or IMDB.
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,22 +22,20 @@ import tensorflow as tf
 from keras import ops
 
 from keras_rnncells.apps.base import TokenizerModel, check_settings
+from keras_rnncells.apps.registry import register_app
 from keras_rnncells.checks import check_positive_int, check_rate
 from keras_rnncells.data.pipeline import shuffled_slices
 from keras_rnncells.data.sentiment import read_glue_train, read_imdb, read_stsa
-from keras_rnncells.export.onnx_text import StringFrontEnd, padded_ids
-from keras_rnncells.export.servable import Servable, served_ids, traced
+from keras_rnncells.export.servable import (
+    Servable,
+    StringFrontEnd,
+    padded_ids,
+    served_ids,
+    traced,
+)
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordPieceTokenizer
-from keras_rnncells.training import (
-    EpochTimes,
-    parameter_count,
-    run_callbacks,
-    run_directory,
-    save_model,
-    settings_from_arguments,
-    write_json,
-)
+from keras_rnncells.training import finish_run, fit_run, run_directory, settings_from_arguments
 
 LABELS = ("negative", "positive")
 DATASETS = ("sst2", "imdb")
@@ -233,10 +230,8 @@ def train_sentiment(
 ) -> dict[str, Any]:
     """Trains, evaluates and saves into ``run_dir``; returns the results.
 
-    ``run_dir`` is held for the run (`keras_rnncells.training.run_directory`):
-    an interrupted run resumes when started again with the same settings
-    (``epochs`` may grow); one of other settings is refused, or started
-    afresh with ``overwrite``."""
+    ``run_dir`` and ``overwrite``: as `keras_rnncells.training.run_directory`
+    holds, resumes or refuses a run."""
     with run_directory(run_dir, settings, overwrite) as run_dir:
         keras.utils.set_random_seed(settings.seed)
         splits = sentiment_splits(settings.dataset, root)
@@ -263,19 +258,15 @@ def train_sentiment(
             keras.losses.BinaryCrossentropy(from_logits=True),
             metrics=[keras.metrics.BinaryAccuracy(threshold=0.0, name="accuracy")],
         )
-        timer = EpochTimes()
-        started = time.perf_counter()
-        model.fit(
+        run = fit_run(
+            model,
             text_dataset(splits["train"], settings.batch_size, settings.seed),
+            run_dir,
+            settings.epochs,
             validation_data=text_dataset(splits["validation"], 256),
-            epochs=settings.epochs,
-            callbacks=run_callbacks(run_dir, timer),
-            shuffle=False,  # the dataset shuffles itself
             verbose=verbose,
         )
-        training_seconds = time.perf_counter() - started
         test = model.evaluate(text_dataset(splits["test"], 256), return_dict=True, verbose=0)
-        save_model(model, run_dir / "model.keras")
         tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
         samples = ["a gripping, beautifully acted film", "dull and far too long"]
         probabilities = model.predict_proba(tf.constant(samples)).numpy()
@@ -284,14 +275,11 @@ def train_sentiment(
             "test_examples": len(splits["test"][0]),
             "test_accuracy": float(test["accuracy"]),
             "test_loss": float(test["loss"]),
-            "parameters": parameter_count(model),
-            "training_seconds": training_seconds,
-            "seconds_per_epoch": timer.seconds,
+            **run,
             "settings": asdict(settings),
             "samples": {text: float(p) for text, p in zip(samples, probabilities)},
         }
-        write_json(run_dir / "results.json", results)
-        return results
+        return finish_run(run_dir, model, results)
 
 
 def train_from_arguments(args: Any) -> None:
@@ -308,3 +296,6 @@ def train_from_arguments(args: Any) -> None:
     for text, probability in results["samples"].items():
         print(f"  P(positive | {text!r}) = {probability:.3f}")
     print(f"Model, vocabulary, results.json and logs in {args.out}")
+
+
+register_app("sentiment", SentimentClassifier, sentiment_servable, train_from_arguments)

@@ -9,7 +9,6 @@ match on dates never seen in training, and writes the run directory
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,22 +18,20 @@ import numpy as np
 import tensorflow as tf
 
 from keras_rnncells.apps.base import check_settings
+from keras_rnncells.apps.registry import register_app
 from keras_rnncells.data.dates import date_splits
 from keras_rnncells.data.pipeline import shuffled_slices
-from keras_rnncells.export.onnx_text import StringFrontEnd, padded_ids
-from keras_rnncells.export.servable import Servable, served_ids, traced
+from keras_rnncells.export.servable import (
+    Servable,
+    StringFrontEnd,
+    padded_ids,
+    served_ids,
+    traced,
+)
 from keras_rnncells.seq2seq.attention import SCORES
 from keras_rnncells.seq2seq.text import TextSeq2Seq
 from keras_rnncells.text import CharTokenizer
-from keras_rnncells.training import (
-    EpochTimes,
-    parameter_count,
-    run_callbacks,
-    run_directory,
-    save_model,
-    settings_from_arguments,
-    write_json,
-)
+from keras_rnncells.training import finish_run, fit_run, run_directory, settings_from_arguments
 
 EXAMPLES = ("Nov 21, 2026", "saturday 21 november 2026", "11/21/2026", "21.11.2026")
 SERVING_BEAM_WIDTH = 4
@@ -140,10 +137,8 @@ def train_date_normalizer(
 ) -> dict[str, Any]:
     """Trains, evaluates and saves into ``run_dir``; returns the results.
 
-    ``run_dir`` is held for the run (`keras_rnncells.training.run_directory`):
-    an interrupted run resumes when started again with the same settings
-    (``epochs`` may grow); one of other settings is refused, or started
-    afresh with ``overwrite``."""
+    ``run_dir`` and ``overwrite``: as `keras_rnncells.training.run_directory`
+    holds, resumes or refuses a run."""
     with run_directory(run_dir, settings, overwrite) as run_dir:
         keras.utils.set_random_seed(settings.seed)
         splits = date_splits(
@@ -165,21 +160,17 @@ def train_date_normalizer(
             keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
             keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
         )
-        timer = EpochTimes()
-        started = time.perf_counter()
-        model.fit(
+        run = fit_run(
+            model,
             string_dataset(splits["train"], model, settings.batch_size, settings.seed),
+            run_dir,
+            settings.epochs,
             validation_data=string_dataset(splits["validation"], model, settings.batch_size),
-            epochs=settings.epochs,
-            callbacks=run_callbacks(run_dir, timer),
-            shuffle=False,  # the dataset shuffles itself
             verbose=verbose,
         )
-        training_seconds = time.perf_counter() - started
         test_sources, test_targets = (list(column) for column in zip(*splits["test"]))
         greedy = translate_all(model, test_sources, beam_width=1)
         beam = translate_all(model, test_sources, beam_width=settings.beam_width)
-        save_model(model, run_dir / "model.keras")
         model.source_tokenizer.save_vocabulary(run_dir / "source_vocabulary.txt")
         model.target_tokenizer.save_vocabulary(run_dir / "target_vocabulary.txt")
         samples = dict(zip(EXAMPLES, translate_all(model, list(EXAMPLES), settings.beam_width)))
@@ -188,9 +179,7 @@ def train_date_normalizer(
             "test_examples": len(test_targets),
             "exact_match_greedy": exact_match(greedy, test_targets),
             f"exact_match_beam{settings.beam_width}": exact_match(beam, test_targets),
-            "parameters": parameter_count(model),
-            "training_seconds": training_seconds,
-            "seconds_per_epoch": timer.seconds,
+            **run,
             "settings": asdict(settings),
             "samples": samples,
             "test_errors": [
@@ -199,8 +188,7 @@ def train_date_normalizer(
                 if o != t
             ][:20],
         }
-        write_json(run_dir / "results.json", results)
-        return results
+        return finish_run(run_dir, model, results)
 
 
 def train_from_arguments(args: Any) -> None:
@@ -217,3 +205,6 @@ def train_from_arguments(args: Any) -> None:
     for source, output in results["samples"].items():
         print(f"  {source!r:>30} -> {output!r}")
     print(f"Model, vocabularies, results.json and logs in {args.out}")
+
+
+register_app("seq2seq", TextSeq2Seq, seq2seq_servable, train_from_arguments)

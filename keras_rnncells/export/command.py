@@ -1,10 +1,12 @@
-"""``rnncells export``: a trained model to serving artifacts.
+"""``rnncells export``: a `Servable` or a Keras model to serving artifacts.
 
-The model is a run directory written by ``rnncells train`` (its
-``model.keras``) or any ``.keras`` file: an application model is served
-through its application (``keras_rnncells.apps.servable_for``: text in and
-out), every other model through ``keras_rnncells.export.servable_from_model``
-(the model's own inputs and outputs, named after ``model.name``).
+A model whose class has its own servable (the applications' models, see
+``keras_rnncells.export.servable.register_model_servable``) is served through
+it (text in and out), every other model through
+``keras_rnncells.export.servable_from_model`` (the model's own inputs and
+outputs, named after ``model.name``). A run directory written by ``rnncells
+train``, or a ``.keras`` file, is read by ``keras_rnncells.apps.runs``, which
+knows the applications.
 
 ``EXPORT_DIR/<model>/<version>/`` holds the SavedModel (TF Serving's layout,
 ``serving_default`` on strings where the application reads text) and
@@ -21,7 +23,6 @@ get two numbers, and neither replaces the other's.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,10 +38,6 @@ from keras_rnncells.export.servable import Servable, as_servable
 
 FORMATS = ("savedmodel", "onnx")
 TOLERANCES = {"savedmodel": saved_model.TOLERANCE, "onnx": onnx.TOLERANCE}
-MODEL_FILE_NAME = "model.keras"  # what `rnncells train` writes into a run directory
-# The modules defining the application models, imported before a .keras file
-# is loaded so that Keras finds their (registered) classes.
-APP_MODULES = ("color_namer", "name_to_color", "sentiment", "seq2seq")
 
 
 def parse_formats(text: str) -> tuple[str, ...]:
@@ -56,28 +53,6 @@ def check_formats(name: str, formats: tuple[str, ...], received: object) -> tupl
             f"Argument `{name}` must name one or more of {FORMATS}, received: {received!r}"
         )
     return formats
-
-
-def read_model(path: str | os.PathLike) -> keras.Model:
-    """The model of ``path``, a run directory (its ``model.keras``) or a
-    ``.keras`` file, loaded with Keras' ``safe_mode`` (no code from the file)."""
-    path = Path(os.path.abspath(path))
-    if path.is_dir():
-        path = path / MODEL_FILE_NAME
-        if not path.is_file():
-            raise ValueError(
-                f"Argument `model`: {path} does not exist; expected a run directory written "
-                "by `rnncells train`, or a .keras file"
-            )
-    elif path.suffix != ".keras" or not path.is_file():
-        raise ValueError(f"Argument `model`: {path} is neither a run directory nor a .keras file")
-    for name in APP_MODULES:
-        importlib.import_module(f"keras_rnncells.apps.{name}")
-    try:
-        return keras.saving.load_model(path, safe_mode=True)
-    except (TypeError, ValueError) as error:  # unknown classes, code refused by safe_mode
-        reason = " ".join(str(error).split())
-        raise ValueError(f"Argument `model`: {path} does not load: {reason}") from None
 
 
 def export_servable(
@@ -134,16 +109,3 @@ def export_servable(
                 sign_manifest(directory, key)
         staging.publish()
     return paths
-
-
-def export_run(
-    model: str | os.PathLike,
-    export_dir: str | os.PathLike,
-    version: int | None = None,
-    formats: tuple[str, ...] = FORMATS,
-    overwrite: bool = False,
-    key: bytes | None = None,
-) -> dict[str, Path]:
-    """The model of ``model`` (a run directory or a ``.keras`` file) as
-    serving artifacts under ``export_dir`` (see `export_servable`)."""
-    return export_servable(read_model(model), export_dir, version, formats, overwrite, key=key)

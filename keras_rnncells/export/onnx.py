@@ -16,34 +16,29 @@ cell Keras' while loop (an ONNX ``Loop``); the manifest's
 tf2onnx's Python API (``tf2onnx.convert.from_function``, which Keras'
 ``model.export(format="onnx")`` calls too) converts with
 ``continue_on_error=True``: a node it fails to convert is logged, and the
-model is written anyway, one onnxruntime refuses to load. Conversion here runs
-under `tf2onnx_errors_raise`, which turns such an error into a ``ValueError``
-before anything is written; wrap Keras' ``model.export(..., format="onnx")``
-in it for the same.
+model is written anyway, one onnxruntime refuses to load. Conversion here
+(`onnx_convert.convert`) runs under `onnx_convert.tf2onnx_errors_raise`,
+which turns such an error into a ``ValueError`` before anything is written;
+wrap Keras' ``model.export(..., format="onnx")`` in it for the same.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_rnncells.checks import check_float
-from keras_rnncells.export.manifest import tensor_spec, write_manifest
-from keras_rnncells.export.onnx_rnn import native_op_handlers, onnx_tracing
+from keras_rnncells.export.manifest import write_manifest
+from keras_rnncells.export.onnx_convert import MIN_OPSET, convert, value_specs
 from keras_rnncells.export.onnx_text import STRING_MODEL_FILE, write_string_model
 from keras_rnncells.export.servable import Servable, as_servable
 from keras_rnncells.training import write_atomically
 
-MIN_OPSET = 17
 TOLERANCE = 1e-4  # float outputs, onnxruntime vs TensorFlow
 MODEL_FILE = "model.onnx"
 
@@ -51,69 +46,6 @@ MODEL_FILE = "model.onnx"
 def onnx_path(export_dir: str | os.PathLike, name: str, version: int) -> Path:
     """Where ``write_onnx`` puts model ``name``, version ``version``."""
     return Path(export_dir) / "onnx" / name / str(version) / MODEL_FILE
-
-
-class RaiseOnError(logging.Handler):
-    """A logging handler raising ``ValueError`` on each error record."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage().splitlines()[0]
-        if record.exc_info and record.exc_info[1] is not None:
-            message = f"{message}: {record.exc_info[1]!r}"
-        raise ValueError(
-            f"tf2onnx failed to convert the model ({message}); it would have written an "
-            "ONNX model that onnxruntime refuses"
-        )
-
-
-@contextlib.contextmanager
-def tf2onnx_errors_raise() -> Iterator[None]:
-    """Within this context an error tf2onnx logs while converting (a node it
-    could not convert, unsupported ops) raises ``ValueError`` at once, before
-    tf2onnx writes anything. For Keras' own export::
-
-        with tf2onnx_errors_raise():
-            model.export("model.onnx", format="onnx")
-    """
-    logger = logging.getLogger("tf2onnx")
-    handler = RaiseOnError(logging.ERROR)
-    level = logger.level
-    logger.addHandler(handler)
-    if logger.getEffectiveLevel() > logging.ERROR:  # errors silenced: still raise
-        logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-
-
-def convert(function: Any, opset: int = MIN_OPSET) -> tuple[Any, list[dict[str, str]]]:
-    """``function`` (a ``tf.function`` with a named ``input_signature``) as an
-    ONNX ``ModelProto``, and what each recurrent layer became."""
-    import tf2onnx
-
-    if isinstance(opset, bool) or not isinstance(opset, int) or opset < MIN_OPSET:
-        raise ValueError(f"Argument `opset` must be an integer >= {MIN_OPSET}, received: {opset!r}")
-    signature = getattr(function, "input_signature", None)
-    if not signature:
-        raise ValueError(
-            "Argument `servable` must give a tf.function with an input_signature of "
-            f"named TensorSpecs for ONNX, received: {function!r}"
-        )
-    fresh = tf.function(function.python_function, input_signature=signature)
-    with onnx_tracing() as layers:
-        outputs = fresh.get_concrete_function().structured_outputs
-    if not isinstance(outputs, dict) or not all(isinstance(t, tf.Tensor) for t in outputs.values()):
-        raise ValueError(
-            "Argument `servable` must give a function returning a flat dict of named "
-            f"tensors for ONNX, received outputs {outputs!r}"
-        )
-    with tf2onnx_errors_raise():
-        model, _ = tf2onnx.convert.from_function(
-            fresh, input_signature=signature, opset=opset, custom_op_handlers=native_op_handlers()
-        )
-    return model, layers
 
 
 def run_onnx(model: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -139,20 +71,6 @@ def parity(model: Any, function: Any, examples: dict[str, np.ndarray]) -> dict[s
         name: float(np.max(np.abs(found[name].astype(np.float64) - value), initial=0.0))
         for name, value in expected.items()
     }
-
-
-def value_specs(values: Any) -> list[dict[str, Any]]:
-    """The manifest's inputs or outputs from an ONNX graph's value infos."""
-    from onnx import helper
-
-    specs = []
-    for value in values:
-        tensor = value.type.tensor_type
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type)).name
-        dtype = "string" if dtype == "object" else dtype  # ONNX's only object type
-        shape = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
-        specs.append(tensor_spec(value.name, dtype, shape))
-    return specs
 
 
 def write_vocabulary(path: Path, tokens: list[str]) -> None:

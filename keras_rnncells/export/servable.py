@@ -1,4 +1,8 @@
-"""What an application hands the exporters: its serving functions and examples."""
+"""What an application hands the exporters: its serving functions and
+examples (`Servable`), the contract of its string front end for ONNX
+(`StringFrontEnd`, `padded_ids`), and the models whose class serves through
+a function of its own (`register_model_servable`, called by the application
+registry: export never imports the applications)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,31 @@ import tensorflow as tf
 
 from keras_rnncells.cells.registry import get_cell, list_cells
 from keras_rnncells.layers.rnn import RNN, portable
+from keras_rnncells.text.vocabulary import PAD_ID
+
+
+@dataclass
+class StringFrontEnd:
+    """What a `Servable` needs for an ONNX model with a string input (built
+    by `keras_rnncells.export.onnx_text_graph`, checked and written by
+    `keras_rnncells.export.onnx_text`).
+
+    * ``tokenizer``: the application's tokenizer: a `WordPieceTokenizer`
+      (``lowercase``), `CharTokenizer` or `WordTokenizer`.
+    * ``function``: ragged token ids ``(batch, None)`` (the tokenizer's
+      ``tokenize``) -> dict of named outputs, in TensorFlow.
+    * ``replacements``: ``(RE2 pattern, rewrite)`` applied to the text first.
+    * ``input_name``: the string input's name, a key of the servable's examples.
+    * ``detokenizers``: string output name -> (name of an int ids output
+      ``(batch, length)`` of ``function``, its `CharTokenizer`): the model
+      gives that output as text (``tokenizer.detokenize``) instead of the ids.
+    """
+
+    tokenizer: Any
+    function: Callable[[tf.RaggedTensor], dict[str, tf.Tensor]]
+    replacements: tuple[tuple[str, str], ...] = ()
+    input_name: str = "text"
+    detokenizers: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -32,7 +61,7 @@ class Servable:
     * ``onnx_function`` / ``onnx_examples``: the same model on token ids or
       numbers (no string ops), for ONNX; ``None`` where ``serve`` has no
       string input and converts as it is.
-    * ``onnx_text``: a ``keras_rnncells.export.onnx_text.StringFrontEnd``
+    * ``onnx_text``: a `StringFrontEnd`
       where the ONNX export also writes a model on strings (the app's
       tokenizer rebuilt from onnx and onnxruntime-extensions ops), else ``None``.
     * ``vocabulary_files``: file name -> tokens, written next to the model.
@@ -45,7 +74,7 @@ class Servable:
     examples: dict[str, np.ndarray]
     onnx_function: Any = None
     onnx_examples: dict[str, np.ndarray] | None = None
-    onnx_text: Any = None
+    onnx_text: StringFrontEnd | None = None
     vocabulary_files: dict[str, list[str]] = field(default_factory=dict)
 
     def onnx(self) -> tuple[Any, dict[str, np.ndarray]]:
@@ -53,6 +82,23 @@ class Servable:
         if self.onnx_function is None:
             return self.serve, self.examples
         return self.onnx_function, self.onnx_examples
+
+
+# Model classes served by a function of their own (`register_model_servable`).
+_MODEL_SERVABLES: dict[type, Callable[[Any], Servable]] = {}
+
+
+def register_model_servable(model_class: type, servable: Callable[[Any], Servable]) -> None:
+    """Models of ``model_class`` (and of its subclasses) are served through
+    ``servable(model)`` in `model_servable`, so in every writer, instead of
+    `servable_from_model`. ``keras_rnncells.apps.registry.register_app``
+    registers each application's model class here."""
+    if not isinstance(model_class, type) or not callable(servable):
+        raise ValueError(
+            "Arguments `model_class` and `servable` must be a class and a function, "
+            f"received: {model_class!r}, {servable!r}"
+        )
+    _MODEL_SERVABLES[model_class] = servable
 
 
 def as_servable(name: str, servable: Any) -> Servable:
@@ -113,6 +159,32 @@ def served_ids(token_ids, vocabulary_size: int, name: str = "token_ids_must_be_i
     return tf.pad(token_ids, [[0, 0], [0, missing]])
 
 
+def padded_ids(ids: tf.RaggedTensor, max_length: int | None, multiple: int = 1) -> tf.Tensor:
+    """Ragged int ids ``(batch, None)`` as ``Tokenizer.pad`` makes them
+    (without ``[START]`` and ``[END]``): each row truncated to
+    ``max_length`` (None: not), padded with ``PAD_ID`` to the longest row
+    (at least one column), the columns then rounded up to a multiple of
+    ``multiple``.
+
+    Built from the row lengths with range, comparison and gather ops only,
+    which tf2onnx converts exactly at every length: its conversion of
+    ``RaggedTensor.to_tensor`` divides by the longest row's length (an
+    onnxruntime "integer division by zero" when every text is empty), and it
+    makes TensorFlow's integer floor division ONNX's truncating ``Div``
+    (wrong for a negative operand, so the width is computed on non-negative
+    numbers)."""
+    lengths = ids.row_lengths()
+    if max_length is not None:
+        lengths = tf.minimum(lengths, tf.cast(max_length, lengths.dtype))
+    longest = tf.maximum(tf.reduce_max(tf.concat([lengths, [0]], 0)), 1)
+    width = (longest + multiple - 1) // multiple * multiple
+    columns = tf.range(width, dtype=lengths.dtype)
+    positions = ids.row_starts()[:, None] + columns[None, :]
+    padding = tf.size(ids.values, out_type=lengths.dtype)  # the index of the PAD_ID added
+    values = tf.concat([ids.values, tf.constant([PAD_ID], ids.values.dtype)], 0)
+    return tf.gather(values, tf.where(columns[None, :] < lengths[:, None], positions, padding))
+
+
 def layer_servable(
     layer: keras.layers.Layer, name: str, input_dim: int, cell: str | None = None, seed: int = 0
 ) -> Servable:
@@ -151,18 +223,18 @@ EXAMPLE_TEXTS = ("a short text", "light greenish blue")
 
 
 def model_servable(model: keras.Model, name: str | None = None) -> Servable:
-    """The `Servable` of any built Keras model: an application model (as
-    ``rnncells train`` writes it) through ``keras_rnncells.apps.servable_for``
-    (text in and out), every other model through `servable_from_model`."""
-    from keras_rnncells.apps import servable_for
-    from keras_rnncells.apps.base import TokenizerModel
-    from keras_rnncells.seq2seq.text import TextSeq2Seq
-
-    if isinstance(model, (TokenizerModel, TextSeq2Seq)):
-        servable = servable_for(model)
-        servable.name = servable.name if name is None else check_model_name(name)
-        return servable
-    return servable_from_model(model, name)
+    """The `Servable` of any built Keras model: a model of a class registered
+    with `register_model_servable` (an application model, as ``rnncells
+    train`` writes it: text in and out) through its function, every other
+    model through `servable_from_model`."""
+    serve = next(
+        (_MODEL_SERVABLES[cls] for cls in type(model).__mro__ if cls in _MODEL_SERVABLES), None
+    )
+    if serve is None:
+        return servable_from_model(model, name)
+    servable = serve(model)
+    servable.name = servable.name if name is None else check_model_name(name)
+    return servable
 
 
 def servable_from_model(

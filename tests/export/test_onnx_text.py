@@ -31,11 +31,10 @@ from keras_rnncells.data.sentiment import read_stsa  # noqa: E402
 from keras_rnncells.export import verify_manifest, write_onnx  # noqa: E402
 from keras_rnncells.export.onnx_text import (  # noqa: E402
     CHECK_TEXTS,
-    detokenizer,
-    front_end,
     front_end_ids,
     run_string_model,
 )
+from keras_rnncells.export.onnx_text_graph import detokenizer, front_end  # noqa: E402
 from keras_rnncells.seq2seq import TextSeq2Seq  # noqa: E402
 from keras_rnncells.text import CharTokenizer, WordPieceTokenizer, WordTokenizer  # noqa: E402
 from keras_rnncells.text.vocabulary import UNK_ID  # noqa: E402

@@ -39,12 +39,11 @@ from keras_rnncells.data.sentiment import read_stsa  # noqa: E402
 from keras_rnncells.export import write_onnx, write_saved_model  # noqa: E402
 from keras_rnncells.export.onnx_text import (  # noqa: E402
     length_texts,
-    padded_ids,
     run_string_model_ways,
-    string_model,
     write_string_model,
 )
-from keras_rnncells.export.servable import Servable  # noqa: E402
+from keras_rnncells.export.onnx_text_graph import string_model  # noqa: E402
+from keras_rnncells.export.servable import Servable, padded_ids  # noqa: E402
 from keras_rnncells.seq2seq import TextSeq2Seq  # noqa: E402
 from keras_rnncells.text import CharTokenizer, WordPieceTokenizer, WordTokenizer  # noqa: E402
 

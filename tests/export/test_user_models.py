@@ -43,7 +43,8 @@ from keras_rnncells.export import (
     write_saved_models,
 )
 from keras_rnncells.export.command import export_servable
-from keras_rnncells.export.onnx import run_onnx, tf2onnx_errors_raise
+from keras_rnncells.export.onnx import run_onnx
+from keras_rnncells.export.onnx_convert import tf2onnx_errors_raise
 from keras_rnncells.export.saved_model import Staging
 from keras_rnncells.locks import Claim
 
@@ -287,7 +288,8 @@ def test_a_failed_onnx_check_publishes_no_format(tmp_path):
 # fresh-process check would double the time).
 EXPORTER = """
 import json, pathlib, sys, time
-from keras_rnncells.export.command import export_servable, read_model
+from keras_rnncells.apps.runs import read_model
+from keras_rnncells.export.command import export_servable
 model = read_model(sys.argv[1])
 pathlib.Path(sys.argv[3]).touch()
 while not pathlib.Path(sys.argv[4]).exists():

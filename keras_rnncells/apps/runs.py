@@ -1,0 +1,53 @@
+"""Run directories become artifacts: the model of a run directory written by
+``rnncells train`` (its ``model.keras``), or of any ``.keras`` file, loaded
+with every application registered (`keras_rnncells.apps.registry.load_apps`),
+and exported (``rnncells export``): an application model through its
+application (text in and out), every other model through
+`keras_rnncells.export.servable_from_model`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import keras
+
+from keras_rnncells.apps.registry import load_apps
+from keras_rnncells.export.command import FORMATS, export_servable
+
+MODEL_FILE_NAME = "model.keras"  # what `rnncells train` writes into a run directory
+
+
+def read_model(path: str | os.PathLike) -> keras.Model:
+    """The model of ``path``, a run directory (its ``model.keras``) or a
+    ``.keras`` file, loaded with Keras' ``safe_mode`` (no code from the file)."""
+    path = Path(os.path.abspath(path))
+    if path.is_dir():
+        path = path / MODEL_FILE_NAME
+        if not path.is_file():
+            raise ValueError(
+                f"Argument `model`: {path} does not exist; expected a run directory written "
+                "by `rnncells train`, or a .keras file"
+            )
+    elif path.suffix != ".keras" or not path.is_file():
+        raise ValueError(f"Argument `model`: {path} is neither a run directory nor a .keras file")
+    load_apps()  # Keras finds the applications' (registered) classes
+    try:
+        return keras.saving.load_model(path, safe_mode=True)
+    except (TypeError, ValueError) as error:  # unknown classes, code refused by safe_mode
+        reason = " ".join(str(error).split())
+        raise ValueError(f"Argument `model`: {path} does not load: {reason}") from None
+
+
+def export_run(
+    model: str | os.PathLike,
+    export_dir: str | os.PathLike,
+    version: int | None = None,
+    formats: tuple[str, ...] = FORMATS,
+    overwrite: bool = False,
+    key: bytes | None = None,
+) -> dict[str, Path]:
+    """The model of ``model`` (a run directory or a ``.keras`` file) as
+    serving artifacts under ``export_dir`` (see
+    `keras_rnncells.export.command.export_servable`)."""
+    return export_servable(read_model(model), export_dir, version, formats, overwrite, key=key)
