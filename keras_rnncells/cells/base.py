@@ -114,7 +114,11 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
     citation: str = ""
     cudnn_kernel: ClassVar[bool] = False
     onnx_op: ClassVar[str | None] = None
-    _matmul_recorder = None  # set by the fused path while it traces a step
+    # Set only by this class's own context managers: the recorder of the
+    # recurrent matmuls (`matmuls_recorded`, while the fused path traces a
+    # step) and the recurrent masks in force (`recurrent_masks_bound`).
+    _matmul_recorder = None
+    _recurrent_masks: RecurrentMasks | None = None
 
     def __init__(
         self,
@@ -189,7 +193,7 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
         """``recurrent_kernel`` (times the DropConnect mask in force), or its
         columns ``start:stop`` (or several ranges, joined in order)."""
         kernel = self.recurrent_kernel
-        masks = getattr(self, "_recurrent_dropout_mask", None)
+        masks = self._recurrent_masks
         if masks is not None and masks.kernel is not None:
             kernel = kernel * masks.kernel
         return select_columns(kernel, columns)
@@ -206,6 +210,18 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
             return ops.matmul(h, kernel)
         return self._matmul_recorder(h, kernel, columns)
 
+    @contextlib.contextmanager
+    def matmuls_recorded(self, recorder: Callable | None) -> Iterator[None]:
+        """Within this context every `recurrent_matmul` is
+        ``recorder(h, kernel, columns)`` (the fused path's gradient records and
+        replays them: `keras_rnncells.layers.fused.MatmulRecorder`)."""
+        outer = self._matmul_recorder
+        self._matmul_recorder = recorder
+        try:
+            yield
+        finally:
+            self._matmul_recorder = outer
+
     def drop_recurrent(self, state: Tensor, training: bool) -> Tensor:
         """``state`` times the per-sequence recurrent dropout mask, if active."""
         if not training or self.recurrent_dropout == 0:
@@ -217,8 +233,9 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
         """The ``RecurrentMasks`` of this sequence (``None`` without recurrent
         dropout and DropConnect), drawn at the first call and cached until
         ``reset_recurrent_dropout_mask``: ``keras.layers.RNN`` and the fused
-        path call it before their loop."""
-        if getattr(self, "_recurrent_dropout_mask", None) is None and (
+        path call it before their loop. (Keras' ``DropoutRNNCell`` caches a
+        plain tensor under its own private attribute; this cache is ours.)"""
+        if self._recurrent_masks is None and (
             self.recurrent_dropout > 0 or self.recurrent_dropconnect > 0
         ):
             state = kernel = None
@@ -234,8 +251,13 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
                 kernel = keras.random.dropout(
                     ones, self.recurrent_dropconnect, seed=self.seed_generator
                 )
-            self._recurrent_dropout_mask = RecurrentMasks(state, kernel)
-        return getattr(self, "_recurrent_dropout_mask", None)
+            self._recurrent_masks = RecurrentMasks(state, kernel)
+        return self._recurrent_masks
+
+    def reset_recurrent_dropout_mask(self) -> None:
+        """Forgets this sequence's recurrent masks (``keras.layers.RNN`` calls
+        it after each call, as for Keras' cells)."""
+        self._recurrent_masks = None
 
     @contextlib.contextmanager
     def recurrent_masks_bound(self, masks: RecurrentMasks | None) -> Iterator[None]:
@@ -243,12 +265,12 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
         (``None``: none, as outside training). A step must run under it: the
         generic path binds them per step in ``call``, the fused path (which
         passes them into its compiled loop) while it traces a step."""
-        outer = getattr(self, "_recurrent_dropout_mask", None)
-        self._recurrent_dropout_mask = masks
+        outer = self._recurrent_masks
+        self._recurrent_masks = masks
         try:
             yield
         finally:
-            self._recurrent_dropout_mask = outer
+            self._recurrent_masks = outer
 
     # -- library kernels: cuDNN, ONNX's native recurrences -----------------------
     def cudnn_conflicts(self) -> list[str]:

@@ -73,17 +73,13 @@ def bound(cell, recorder, recurrent_mask):
     or None, see ``cell.recurrent_masks_bound``) to the cell, and cast its
     variables to its compute dtype as a Keras layer call would (the backward
     pass is traced outside any layer call)."""
-    outer = cell._matmul_recorder
-    cell._matmul_recorder = recorder
     mixed = cell.compute_dtype != cell.variable_dtype
-    try:
-        with (
-            cell.recurrent_masks_bound(recurrent_mask),
-            AutocastScope(cell.compute_dtype) if mixed else contextlib.nullcontext(),
-        ):
-            yield recorder
-    finally:
-        cell._matmul_recorder = outer
+    with (
+        cell.matmuls_recorded(recorder),
+        cell.recurrent_masks_bound(recurrent_mask),
+        AutocastScope(cell.compute_dtype) if mixed else contextlib.nullcontext(),
+    ):
+        yield recorder
 
 
 def packed(template, tensors):

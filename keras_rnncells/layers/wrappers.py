@@ -50,13 +50,8 @@ class CellWrapper(AbstractRNNCell):
     recurrent_dropout = delegated("recurrent_dropout")
     recurrent_dropconnect = delegated("recurrent_dropconnect")
 
-    @property
-    def _matmul_recorder(self) -> Any:  # bound by the fused path to the cell stepped
-        return self.cell._matmul_recorder
-
-    @_matmul_recorder.setter
-    def _matmul_recorder(self, recorder: Any) -> None:
-        self.cell._matmul_recorder = recorder
+    def matmuls_recorded(self, recorder: Any) -> Any:
+        return self.cell.matmuls_recorded(recorder)
 
     def build(self, input_shape: Sequence[int | None]) -> None:
         if not self.cell.built:

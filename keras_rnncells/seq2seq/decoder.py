@@ -210,7 +210,8 @@ class Decoder(keras.layers.Layer):
         _, _, _, logits = tf.while_loop(
             lambda t, *_: t < steps, body, (tf.constant(0), start, states, logits)
         )
-        cell.reset_dropout_mask()
+        cell.reset_dropout_mask()  # drawn anew for the next sequence
+        cell.reset_recurrent_dropout_mask()
         return ops.transpose(logits.stack(), (1, 0, 2))
 
     def get_config(self) -> dict:
