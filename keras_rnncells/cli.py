@@ -6,54 +6,38 @@ functions import what they need themselves, so parsing stays light: this
 module imports no TensorFlow (nor does ``keras_rnncells`` in this command, see
 its docstring), and ``rnncells --help`` or a mistyped argument answers at once.
 
-`main` makes paths absolute where they enter, keeps TensorFlow's C++ log and
-the libraries' known noise out of the output, and turns every anticipated
-error (`fail`, or a ``ValueError`` or ``OSError`` of the package naming an
-argument or a path) into one line on standard error and exit status 2, as
+`main` runs a command under `keras_rnncells.cli_runtime`: paths made
+absolute where they enter, TensorFlow's C++ log and the libraries' known noise
+kept out of the output, and every anticipated error (`fail`, a missing
+optional module, or a ``ValueError`` or ``OSError`` of the package naming an
+argument or a path) one line on standard error with exit status 2, as
 argparse's own errors, leaving no empty output directory behind.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import logging
 import math
 import os
 import sys
-import tempfile
-import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from keras_rnncells.cli_runtime import (
+    QUIET,
+    CommandExit,
+    anticipated_message,
+    check_out,
+    fail,
+    import_tensorflow_quietly,
+    make_paths_absolute,
+    no_new_empty_directories,
+    quiet_libraries,
+)
 from keras_rnncells.defaults import APPS, STRATEGIES, TASK_DEFAULTS, cluster_config
-
-PACKAGE = Path(__file__).resolve().parent
-
-
-class CommandError(Exception):
-    """An anticipated error of a command: `main` prints its message on one
-    line, naming the argument or path and what to do, and exits with 2."""
-
-
-class CommandExit(SystemExit):
-    """What `main` raises after printing an anticipated error: exit status 2,
-    and the message as ``str()`` for callers of `main`."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(2)
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
-
-
-def fail(message: str) -> NoReturn:
-    """Stops the command with ``message`` (see `CommandError`)."""
-    raise CommandError(message)
 
 
 @dataclass(frozen=True)
@@ -525,176 +509,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# -- running a command: paths, quiet libraries, one-line errors ------------------------
-# The arguments holding paths: made absolute where they enter, since the export
-# checks run child processes in other directories.
-PATH_ARGUMENTS = ("out", "run_dir", "key_file")
-
-# How the package's messages name, as Python arguments, what the command line
-# calls by its flags.
-CLI_WORDING = {
-    "overwrite=True (--overwrite)": "--overwrite",
-    "overwrite=True": "--overwrite",
-    "Pass `root=` or set": "Set",
-    "Argument `model`": "MODEL",  # rnncells export's run directory or .keras file
-    "Argument `run_dir`": "MODEL",
-    "Argument `export_dir`": "--out",
-    "Argument `version`": "--version",
-    "or another version": "or another --version",
-    "or pass another version": "or pass another --version",
-    "choose another run directory": "choose another --out",
-    "Argument `format`": "--format",
-    "Argument `key`": "--key-file",
-    "Argument `directory`: ": "",  # rnncells verify: the message names the directory
-}
-
-# The extra (setup.py) that installs each optional module a command may import:
-# missing, the command says which to install (`anticipated_message`).
-EXTRAS = {
-    "tensorflow_text": "text",
-    "tf2onnx": "export",
-    "onnx": "export",
-    "onnxruntime": "export",
-    "onnxruntime_extensions": "export",
-    "tensorboard": "apps",
-}
-
-# TensorFlow's C++ log level where the user set none: errors neither (they
-# surface as Python exceptions; what TensorFlow logs at that level on a machine
-# without a GPU is noise, such as the failed cuInit).
-QUIET = "3"
-
-# Log messages of libraries that tell a user of the command nothing, by logger.
-HARMLESS_LOG_MESSAGES = {
-    # tf.saved_model.save of a graph holding lookup tables; TensorFlow's own
-    # text calls it "a warning and probably safe to ignore".
-    "tensorflow": ("Issue encountered when serializing table_initializer",),
-}
-
-
-class DropMessages(logging.Filter):
-    """Drops the records whose message starts with one of ``starts``."""
-
-    def __init__(self, starts: tuple[str, ...]) -> None:
-        super().__init__()
-        self.starts = starts
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(self.starts)
-
-
-def quiet_libraries() -> None:
-    """Filters `HARMLESS_LOG_MESSAGES` at their loggers."""
-    for name, starts in HARMLESS_LOG_MESSAGES.items():
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, DropMessages) and f.starts == starts for f in logger.filters):
-            logger.addFilter(DropMessages(starts))
-
-
-def import_tensorflow_quietly() -> None:
-    """Imports TensorFlow, with file descriptor 2 captured where its C++ log
-    is to be quiet (``TF_CPP_MIN_LOG_LEVEL`` 3, `main`'s default): its
-    libraries print start-up lines (oneDNN, CUDA, CPU features) before that
-    level applies. They are shown if the import fails."""
-    if "tensorflow" in sys.modules:
-        return
-    if os.environ.get("TF_CPP_MIN_LOG_LEVEL") != QUIET:
-        importlib.import_module("tensorflow")
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with tempfile.TemporaryFile() as captured:
-            os.dup2(captured.fileno(), 2)
-            try:
-                importlib.import_module("tensorflow")
-            except BaseException:
-                os.dup2(saved, 2)
-                captured.seek(0)
-                os.write(2, captured.read())
-                raise
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def make_paths_absolute(args: argparse.Namespace) -> None:
-    for name in PATH_ARGUMENTS:
-        if getattr(args, name, None) is not None:
-            setattr(args, name, os.path.abspath(getattr(args, name)))
-    if getattr(args, "directories", None) is not None:
-        args.directories = [os.path.abspath(directory) for directory in args.directories]
-
-
-def check_out(out: str | None) -> None:
-    """``--out`` is a directory, or can be made one: no file in its way."""
-    if out is None:
-        return
-    existing = Path(out)
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        where = f"--out {out}" if str(existing) == out else f"--out {out}: {existing}"
-        fail(f"{where} is a file, not a directory; choose another --out")
-
-
-@contextlib.contextmanager
-def no_new_empty_directories(path: str | None) -> Iterator[None]:
-    """When the block fails, removes the empty directories it created at or
-    under ``path`` (and the parents of ``path`` it created); directories that
-    hold something, such as the backup a run resumes from, stay."""
-    if path is None:
-        yield
-        return
-    top = Path(path)
-    while not top.parent.exists():
-        top = top.parent
-    before = set(directories_under(top))
-    try:
-        yield
-    except BaseException:
-        for directory in directories_under(top):  # the deepest first
-            if directory not in before:
-                with contextlib.suppress(OSError):  # not empty
-                    directory.rmdir()
-        raise
-
-
-def directories_under(top: Path) -> list[Path]:
-    """``top`` and every directory under it, each after the ones it holds."""
-    return [Path(root) for root, _, _ in os.walk(top, topdown=False)]
-
-
-def anticipated_message(error: Exception, command: Command) -> str | None:
-    """The one-line message of an anticipated error, None for any other: a
-    `CommandError`; a missing optional module, with its extra (`EXTRAS`); an
-    ``OSError`` naming a file; a ``ValueError`` or
-    ``OSError`` raised by the package (its argument and input checks) or one
-    of ``command.anticipated``, worded with the command's flags."""
-    if isinstance(error, CommandError):
-        message = str(error)
-    elif isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] in EXTRAS:
-        module = error.name.split(".")[0]
-        install = f"pip install 'keras-rnncells[{EXTRAS[module]}]'"
-        message = str(error) if install in str(error) else f"{module} is missing: {install}"
-    elif isinstance(error, OSError) and error.filename is not None:
-        message = f"{error.filename}: {error.strerror or error}"
-    elif isinstance(error, command.anticipated) or (
-        isinstance(error, ValueError | OSError) and raised_in_package(error)
-    ):
-        message = str(error)
-        for python, flag in CLI_WORDING.items():
-            message = message.replace(python, flag)
-    else:
-        return None
-    return " ".join(message.split())
-
-
-def raised_in_package(error: BaseException) -> bool:
-    frames = traceback.extract_tb(error.__traceback__)
-    return bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(PACKAGE)
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """``rnncells``: parses ``argv`` (default ``sys.argv[1:]``) and runs the command."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", QUIET)  # read when TensorFlow loads
@@ -715,7 +529,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"rnncells {args.command}: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
     except Exception as error:
-        message = anticipated_message(error, command)
+        message = anticipated_message(error, command.anticipated)
         if message is None:
             raise
         print(f"rnncells {args.command}: error: {message}", file=sys.stderr)

@@ -93,18 +93,18 @@ def test_a_broken_tensorflow_text_is_not_reported_as_missing(monkeypatch):
 )
 def test_the_command_names_the_extra_of_a_missing_module(missing, expected):
     error = ModuleNotFoundError(f"No module named {missing!r}", name=missing)
-    assert anticipated_message(error, COMMANDS["export"]) == expected
+    assert anticipated_message(error, COMMANDS["export"].anticipated) == expected
 
 
 def test_the_command_keeps_the_packages_own_missing_extra_message(monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorflow_text", None)
     with pytest.raises(ModuleNotFoundError) as raised:
         tensorflow_text("WordPieceTokenizer")
-    assert anticipated_message(raised.value, COMMANDS["train"]) == (
+    assert anticipated_message(raised.value, COMMANDS["train"].anticipated) == (
         "WordPieceTokenizer needs tensorflow-text: pip install 'keras-rnncells[text]'"
     )
     other = ModuleNotFoundError("No module named 'nope'", name="nope")
-    assert anticipated_message(other, COMMANDS["train"]) is None  # a bug: its traceback
+    assert anticipated_message(other, COMMANDS["train"].anticipated) is None  # a bug: its traceback
 
 
 def test_a_command_missing_an_extra_is_one_line_and_status_2(monkeypatch, capsys):

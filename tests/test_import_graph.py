@@ -26,6 +26,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "": "*",  # keras_rnncells/__init__.py
     "_api": "*",
     "cli": "*",
+    "cli_runtime": set(),  # no TensorFlow, no other part: what the command runs under
     "checks": set(),
     "locks": set(),
     "defaults": set(),

@@ -206,6 +206,7 @@ def train_color_namer(
     Held-out metrics: per-word perplexity and exact-name match of the test
     examples (for the shipped list, names never seen in training, so exact
     match is a hard measure), and exact match on the training examples.
+
     ``run_dir`` and ``overwrite``: as `keras_rnncells.training.run_directory`
     holds, resumes or refuses a run."""
     with run_directory(run_dir, settings, overwrite) as run_dir:

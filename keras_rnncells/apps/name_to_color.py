@@ -184,6 +184,7 @@ def train_name_to_color(
     Held-out metric: the mean sRGB distance between the predicted mean color
     of each test name and its color (for the shipped list, names never seen in
     training), next to that of always predicting the training colors' mean.
+
     ``run_dir`` and ``overwrite``: as `keras_rnncells.training.run_directory`
     holds, resumes or refuses a run."""
     with run_directory(run_dir, settings, overwrite) as run_dir:
