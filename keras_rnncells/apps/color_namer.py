@@ -36,6 +36,7 @@ from keras_rnncells.apps.colors import (
 from keras_rnncells.apps.registry import register_app
 from keras_rnncells.checks import check_positive_int
 from keras_rnncells.export.servable import Servable, traced
+from keras_rnncells.layers import portable
 from keras_rnncells.seq2seq.decoder import Decoder
 from keras_rnncells.seq2seq.search import Decoded, decode
 from keras_rnncells.text import END_ID, START_ID, WordTokenizer
@@ -84,7 +85,8 @@ class ColorNamer(TokenizerModel):
             cell_options=cell_options,
             name="decoder",
         )
-        self((ops.zeros((1, 3)), ops.ones((1, 2), "int32")))  # creates every weight
+        with portable():  # creates every weight, with no XLA compilation for it
+            self((ops.zeros((1, 3)), ops.ones((1, 2), "int32")))
 
     def call(self, inputs, training=None):
         rgb, target_in = inputs

@@ -44,6 +44,7 @@ from keras_rnncells.export.servable import (
     served_ids,
     traced,
 )
+from keras_rnncells.layers import portable
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordTokenizer
 from keras_rnncells.training import finish_run, fit_run, run_directory, settings_from_arguments
@@ -92,7 +93,8 @@ class NameToColor(TokenizerModel):
             name="encoder",
         )
         self.head = keras.layers.Dense(3 * bins, name="logits")
-        self(ops.ones((1, 2), "int32"))  # creates every weight
+        with portable():  # creates every weight, with no XLA compilation for it
+            self(ops.ones((1, 2), "int32"))
 
     def call(self, token_ids, training=None):
         _, summary, _ = self.encoder(token_ids, training=training)

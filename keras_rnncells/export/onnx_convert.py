@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,6 +32,30 @@ class RaiseOnError(logging.Handler):
             f"tf2onnx failed to convert the model ({message}); it would have written an "
             "ONNX model that onnxruntime refuses"
         )
+
+
+class PlaceholderShapeNotes(logging.Filter):
+    """Drops tf2onnx's warnings that it cannot infer the output shapes of our
+    native-op placeholders (``onnx_GRU``, ``onnx_LSTM``, ``onnx_RNN``, see
+    `keras_rnncells.export.onnx_rnn`): TensorFlow ops it does not know, which
+    `native_op_handlers` turns into ONNX nodes whose shapes ONNX knows. Every
+    other record passes."""
+
+    PLACEHOLDER = re.compile(r"^Cannot infer shape for \S*onnx_(GRU|LSTM|RNN)(_\d+)?: ")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not self.PLACEHOLDER.match(record.getMessage())
+
+
+@contextlib.contextmanager
+def placeholder_shape_notes_dropped() -> Iterator[None]:
+    logger = logging.getLogger("tf2onnx.shape_inference")
+    notes = PlaceholderShapeNotes()
+    logger.addFilter(notes)
+    try:
+        yield
+    finally:
+        logger.removeFilter(notes)
 
 
 @contextlib.contextmanager
@@ -76,7 +101,7 @@ def convert(function: Any, opset: int = MIN_OPSET) -> tuple[Any, list[dict[str, 
             "Argument `servable` must give a function returning a flat dict of named "
             f"tensors for ONNX, received outputs {outputs!r}"
         )
-    with tf2onnx_errors_raise():
+    with tf2onnx_errors_raise(), placeholder_shape_notes_dropped():
         model, _ = tf2onnx.convert.from_function(
             fresh, input_signature=signature, opset=opset, custom_op_handlers=native_op_handlers()
         )

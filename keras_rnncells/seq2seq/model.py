@@ -9,6 +9,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_rnncells.checks import check_positive_int
+from keras_rnncells.layers import portable
 from keras_rnncells.seq2seq.decoder import Decoder
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.seq2seq.search import Decoded, check_search_args, decode
@@ -75,8 +76,9 @@ class Seq2Seq(keras.Model):
         """Creates every weight (a call on one dummy pair), so that a fresh
         model can decode, count parameters and load weights at once."""
         source = ops.ones((1, 2), "int32")
-        self((source, source))
-        memory, _, mask = self.encoder(source)
+        with portable():  # no XLA compilation for a dummy call
+            self((source, source))
+            memory, _, mask = self.encoder(source)
         self.decoder.step(ops.ones((1,), "int32"), self.decoder.initial_state(1), memory, mask)
 
     def call(self, inputs, training=None):

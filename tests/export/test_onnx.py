@@ -145,3 +145,19 @@ def test_manifest_lists_vocabulary_and_detects_tampering(tmp_path):
     (path.parent / "vocab.txt").write_text("tampered\n")
     with pytest.raises(ValueError, match=r"vocab\.txt"):
         verify_manifest(path.parent)
+
+
+def test_only_the_shape_notes_of_our_placeholders_are_dropped():
+    import logging
+
+    from keras_rnncells.export.onnx_convert import PlaceholderShapeNotes
+
+    def note(message: str) -> logging.LogRecord:
+        return logging.LogRecord("tf2onnx", logging.WARNING, "", 0, message, (), None)
+
+    notes = PlaceholderShapeNotes()
+    ours = "Cannot infer shape for model/encoder/forward_0_1/onnx_GRU: model/encoder/onnx_GRU:0"
+    assert not notes.filter(note(ours))
+    assert not notes.filter(note(ours.replace("onnx_GRU:", "onnx_LSTM_3:", 1)))
+    assert notes.filter(note("Cannot infer shape for model/dense/MatMul: model/dense/MatMul:0"))
+    assert notes.filter(note("Failed to convert node model/onnx_GRU"))
