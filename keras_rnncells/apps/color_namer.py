@@ -31,7 +31,7 @@ from keras_rnncells.apps.colors import (
     color_features,
     finite_or_failing,
     normalized_weights,
-    run_splits,
+    start_run,
 )
 from keras_rnncells.apps.registry import register_app
 from keras_rnncells.checks import check_positive_int
@@ -212,9 +212,7 @@ def train_color_namer(
     ``run_dir`` and ``overwrite``: as `keras_rnncells.training.run_directory`
     holds, resumes or refuses a run."""
     with run_directory(run_dir, settings, overwrite) as run_dir:
-        keras.utils.set_random_seed(settings.seed)
-        train, test = run_splits(settings, root)
-        tokenizer = WordTokenizer.from_corpus(train.names, lowercase=True)
+        train, test, tokenizer = start_run(settings, root)
         model = ColorNamer(
             tokenizer,
             settings.cell,

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -34,6 +35,7 @@ from keras_rnncells.apps.base import check_settings
 from keras_rnncells.checks import shapes_compatible
 from keras_rnncells.data.paths import data_file
 from keras_rnncells.data.pipeline import shuffled_slices
+from keras_rnncells.text import WordTokenizer
 
 SOURCES = ("list", "counts")
 COUNTS_FOLDER, COUNTS_FILE = "xkcd_color", "c3_data.json.gz"
@@ -194,6 +196,17 @@ def run_splits(settings: ColorSettings, root=None) -> tuple[ColorExamples, Color
         order = np.random.default_rng(settings.seed).permutation(len(train))
         train = train.subset(np.sort(order[: settings.train_size]))
     return train, test
+
+
+def start_run(
+    settings: ColorSettings, root=None
+) -> tuple[ColorExamples, ColorExamples, WordTokenizer]:
+    """What both color runs begin with: Keras' random state seeded, the
+    (train, test) split (`run_splits`) and the lower-case word tokenizer of
+    the training names."""
+    keras.utils.set_random_seed(settings.seed)
+    train, test = run_splits(settings, root)
+    return train, test, WordTokenizer.from_corpus(train.names, lowercase=True)
 
 
 def normalized_weights(examples: ColorExamples) -> np.ndarray:

@@ -33,7 +33,7 @@ from keras_rnncells.apps.colors import (
     ColorSettings,
     color_batches,
     normalized_weights,
-    run_splits,
+    start_run,
 )
 from keras_rnncells.apps.registry import register_app
 from keras_rnncells.checks import check_positive_int
@@ -190,9 +190,7 @@ def train_name_to_color(
     ``run_dir`` and ``overwrite``: as `keras_rnncells.training.run_directory`
     holds, resumes or refuses a run."""
     with run_directory(run_dir, settings, overwrite) as run_dir:
-        keras.utils.set_random_seed(settings.seed)
-        train, test = run_splits(settings, root)
-        tokenizer = WordTokenizer.from_corpus(train.names, lowercase=True)
+        train, test, tokenizer = start_run(settings, root)
         model = NameToColor(
             tokenizer,
             settings.cell,
