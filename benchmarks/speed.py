@@ -137,6 +137,37 @@ def validate(args: argparse.Namespace) -> None:
             )
 
 
+def int_list(flag: str, text: str, least: int = 1) -> list[int]:
+    """The integers of a comma list such as ``"1,8,32"``, each at least ``least``."""
+    try:
+        values = [int(item) for item in text.split(",") if item.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < least:
+        raise ValueError(
+            f"Argument `{flag}` must be a comma list of integers >= {least}, received: {text!r}"
+        )
+    return values
+
+
+def name_list(flag: str, text: str, choices: Sequence[str]) -> list[str]:
+    """The names of a comma list, each one of ``choices``, without repeats, in order."""
+    names = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    if not names or any(name not in choices for name in names):
+        raise ValueError(
+            f"Argument `{flag}` must be a comma list of {list(choices)}, received: {text!r}"
+        )
+    return names
+
+
+def output_path(flag: str, path: str | None) -> None:
+    """Fail now, not after the measurements, when ``path``'s folder does not exist."""
+    if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise ValueError(
+            f"Argument `{flag}` must be a file path in an existing folder, received: {path!r}"
+        )
+
+
 # -- what to measure -----------------------------------------------------------------
 def benches(args: argparse.Namespace) -> list[Bench]:
     """The reference first, then each selected cell (ours, then plain Keras RNN),
@@ -217,8 +248,10 @@ class Timed:
     times: dict[str, list[float]] = field(default_factory=lambda: {"fwd": [], "train": []})
 
 
-def prepare(bench: Bench, layer: keras.layers.Layer, x: tf.Tensor, args) -> Timed:
-    """Build the two functions of the (built) layer once, traced and warmed up."""
+def layer_functions(layer: keras.layers.Layer, outer_jit: bool = False) -> dict[str, Callable]:
+    """The (built) layer's forward and training-step functions, not yet traced:
+    ``"fwd"`` is ``layer(x, training=False)``; ``"train"`` is forward, mean-square
+    loss, backward and an Adam update, returning the loss."""
     optimizer = keras.optimizers.Adam(1e-3)
     optimizer.build(layer.trainable_variables)
 
@@ -232,12 +265,20 @@ def prepare(bench: Bench, layer: keras.layers.Layer, x: tf.Tensor, args) -> Time
         optimizer.apply(grads, layer.trainable_variables)
         return loss
 
-    functions = {}
-    for key, python_function in (("fwd", forward), ("train", train_step)):
-        function = tf.function(python_function, jit_compile=args.outer_jit)
-        for _ in range(1 + args.warmup):  # trace and compile, then warm up
+    return {
+        key: tf.function(python_function, jit_compile=outer_jit)
+        for key, python_function in (("fwd", forward), ("train", train_step))
+    }
+
+
+def prepare(
+    bench: Bench, layer: keras.layers.Layer, x: tf.Tensor, warmup: int, outer_jit: bool = False
+) -> Timed:
+    """Build the two functions of the (built) layer once, traced and warmed up."""
+    functions = layer_functions(layer, outer_jit)
+    for function in functions.values():
+        for _ in range(1 + warmup):  # trace and compile, then warm up
             function(x).numpy()
-        functions[key] = function
     traced = sum(f.experimental_get_tracing_count() for f in functions.values())
     return Timed(bench, layer, functions, traced)
 
@@ -251,6 +292,11 @@ def time_round_robin(timed: list[Timed], x: tf.Tensor, repeats: int) -> None:
                 entry.times[key].append(time_call(function, x))
 
 
+def layer_path(layer: keras.layers.Layer) -> str:
+    """Our layers' execution path (fused, cudnn or generic); "keras" for Keras' own."""
+    return layer.path() if isinstance(layer, keras_rnncells.RNN) else "keras"
+
+
 def row(entry: Timed, x: tf.Tensor) -> Row:
     traces = sum(f.experimental_get_tracing_count() for f in entry.functions.values())
     if traces != entry.traced:
@@ -258,7 +304,7 @@ def row(entry: Timed, x: tf.Tensor) -> Row:
     layer = entry.layer
     return Row(
         layer=entry.bench.label,
-        path=layer.path() if isinstance(layer, keras_rnncells.RNN) else "keras",
+        path=layer_path(layer),
         plain=entry.bench.plain,
         params=layer.count_params(),
         flops=matmul_flops(layer, *x.shape[:2]),
@@ -389,6 +435,19 @@ def report(
     return "\n".join(lines)
 
 
+def save_json(path: str | os.PathLike, data: object) -> None:
+    """Write ``data`` as JSON atomically: a temporary file in the same folder, then
+    ``os.replace``, so a run killed while writing leaves the previous file whole."""
+    temporary = f"{os.fspath(path)}.{os.getpid()}.tmp"
+    try:
+        with open(temporary, "w") as file:
+            json.dump(data, file, indent=2)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     """Run the benchmark, print the table; returns what ``--json`` saves."""
     args = parse_args(argv)
@@ -405,7 +464,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         except ValueError as error:  # a cell that cannot take this shape
             skipped[bench.label] = str(error)
             continue
-        timed.append(prepare(bench, layer, x, args))
+        timed.append(prepare(bench, layer, x, args.warmup, args.outer_jit))
     time_round_robin(timed, x, args.repeats)
     rows = [row(entry, x) for entry in timed]
     derive(rows, peak)
@@ -420,8 +479,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "skipped": skipped,
     }
     if args.json:
-        with open(args.json, "w") as file:
-            json.dump(result, file, indent=2)
+        save_json(args.json, result)
     return result
 
 

@@ -1,6 +1,7 @@
 """The benchmark scripts run and derive their ratios from the same run (no timing asserted)."""
 
 import importlib.util
+import itertools
 import json
 import math
 import sys
@@ -143,6 +144,121 @@ def test_serving_quick_run(tmp_path, capsys):
 def test_serving_bad_arguments(argv, flag):
     with pytest.raises(ValueError, match=flag):
         load_script("serving").parse_args(argv)
+
+
+# -- sweep.py -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sweep():
+    return load_script("sweep")
+
+
+def test_sweep_quick_run(sweep, tmp_path, capsys):
+    saved, png = tmp_path / "sweep.json", tmp_path / "sweep.png"
+    plot = ["--plot", str(png)] if importlib.util.find_spec("matplotlib") else []
+    result = sweep.main(["--quick", "--json", str(saved), *plot])
+    assert json.loads(saved.read_text()) == json.loads(json.dumps(result))
+    points = result["points"]
+    grid = itertools.product(("GRU", "LSTM"), (1, 2), (3, 5), (4,))
+    assert {(p["layer"], p["batch"], p["steps"], p["units"]) for p in points} == set(grid)
+    for point in points:
+        assert point["path"] == "fused"
+        for mode in ("fwd", "train"):
+            ours, theirs = point[f"ours_{mode}_ms"], point[f"keras_{mode}_ms"]
+            assert math.isfinite(ours) and ours > 0 and theirs > 0
+            assert point[f"{mode}_ratio"] == pytest.approx(ours / theirs)
+    ratios = [point[f"{mode}_ratio"] for point in points for mode in ("fwd", "train")]
+    assert result["goal"]["passed"] == (max(ratios) <= 1.0)
+    assert len(result["summary"]) == 4  # GRU and LSTM, forward and training step
+    printed = capsys.readouterr().out
+    assert "| layer | batch | T | units | Keras fwd ms |" in printed
+    assert printed.count("| GRU | ") == 4 and printed.count("| LSTM | ") == 4
+    assert ("PASS: implementation='auto'" in printed) == result["goal"]["passed"]
+    assert not plot or png.stat().st_size > 0
+
+    again = sweep.main(["--quick", "--json", str(saved), "--resume"])  # nothing left to measure
+    assert again["points"] == points
+    assert "(0 of 4 grid points measured in this run)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--batches", "1,x"], "--batches"),
+        (["--units", "0"], "--units"),
+        (["--layers", "gru,mgu"], "--layers"),
+        (["--resume"], "--resume"),
+        (["--json", "/no/such/folder/x.json"], "--json"),
+    ],
+)
+def test_sweep_bad_arguments(sweep, argv, flag):
+    with pytest.raises(ValueError, match=flag):
+        sweep.parse_args(argv)
+
+
+# -- scale.py -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def scale():
+    return load_script("scale")
+
+
+def test_scale_quick_run(scale, tmp_path, capsys):
+    saved = tmp_path / "scale.json"
+    result = scale.main(["--quick", "--layers", "gru", "--json", str(saved)])  # + keras_gru
+    assert json.loads(saved.read_text()) == json.loads(json.dumps(result))
+    rows = {(row["name"], row["steps"]): row for row in result["rows"]}
+    assert set(rows) == {(name, steps) for name in ("keras_gru", "gru") for steps in (5, 10)}
+    for (name, steps), row in rows.items():
+        assert row["error"] is None, row["error"]
+        assert row["path"] == ("keras" if name == "keras_gru" else "fused")
+        assert row["train_ms"] > 0 and row["peak_mib"] >= 0 and row["base_mib"] > 0
+        assert row["ms_per_step"] == pytest.approx(row["train_ms"] / steps)
+        reference = rows[("keras_gru", steps)]["peak_mib"]
+        if reference > 0:
+            assert row["peak_vs_keras"] == pytest.approx(row["peak_mib"] / reference)
+    assert [check["quantity"] for check in result["linearity"]] == ["time", "memory"] * 2
+    assert [goal["text"] for goal in result["goals"]] == [
+        "rnncells.GRU: peak memory <= 1.2x keras.layers.GRU at every T"
+    ]
+    printed = capsys.readouterr().out
+    assert "| rnncells.GRU | 10 |" in printed and "Peak memory at most 1.2x Keras'" in printed
+
+
+def test_scale_child_timeout_becomes_a_row(scale):
+    args = scale.parse_args(["--quick", "--timeout", "1"])  # TensorFlow alone takes longer
+    row = scale.run_child("gru", 5, args)
+    assert row.error == "timed out after 1 s" and math.isnan(row.train_ms)
+    assert "timed out after 1 s" in scale.table_line(row)
+
+
+def test_scale_linearity_checks(scale):
+    def rows(name, time_ms, memory_mib):
+        return [
+            scale.Row(name, scale.LAYERS[name].label, t, time_ms(t), memory_mib(t))
+            for t in (100, 250, 500, 1000, 2000)
+        ]
+
+    linear = rows("gru", lambda t: 20 + 2 * t, lambda t: 50 + 0.5 * t)
+    check = scale.linearity(linear, "memory")
+    assert (check.slope, check.intercept) == (pytest.approx(0.5), pytest.approx(50))
+    assert check.passed and check.per_step_ratio == pytest.approx(1.0)
+    assert check.middle_steps == 500 and check.growth == pytest.approx(1050 / 100)
+    assert scale.linearity(linear, "time").passed
+    quadratic = rows("gru", lambda t: 20 + 2 * t + 0.01 * t * t, lambda t: 50 + 0.5 * t)
+    assert not scale.linearity(quadratic, "time").passed
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--steps", "100,x"], "--steps"),
+        (["--layers", "gru,nope"], "--layers"),
+        (["--repeats", "0"], "--repeats"),
+        (["--child", "gru"], "--child"),  # needs one --steps value
+    ],
+)
+def test_scale_bad_arguments(scale, argv, flag):
+    with pytest.raises(ValueError, match=flag):
+        scale.parse_args(argv)
 
 
 # -- reproduce.py -------------------------------------------------------------------------
