@@ -49,7 +49,9 @@ class MatmulRecorder:
         self.inputs, self.outputs, self.columns = [], [], []
 
     def __call__(self, h, kernel, columns):
-        kernel = self.kernels.setdefault(columns, kernel)
+        if columns not in self.kernels:  # read once: not a variable read per step
+            self.kernels[columns] = tf.convert_to_tensor(kernel)
+        kernel = self.kernels[columns]
         self.columns.append(columns)
         if self.saved_outputs is None:
             output = tf.matmul(h, kernel)
@@ -115,6 +117,13 @@ def state_aliases(matmul_inputs: list, states: list) -> list:
     return [next((j for j, s in enumerate(states) if h is s), None) for h in matmul_inputs]
 
 
+def at(tensor: tf.Tensor, t: tf.Tensor) -> tf.Tensor:
+    """``tensor[t]`` as one op (``GatherV2``): with a tensor index, ``tensor[t]``
+    is a ``StridedSlice`` with three ``Pack`` and an ``AddV2`` for its bounds,
+    each an op of every step in TensorFlow's executor (the portable loop)."""
+    return tf.gather(tensor, t)
+
+
 def first_step(tensor):
     """Zeros shaped like one step of time-major ``tensor``: what a probe step
     is traced on (it only finds the recurrent matmuls), valid for 0 steps too."""
@@ -158,11 +167,11 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
         )
 
     def body(t, outputs, prev_output, states, saved):
-        keep = None if mask is None else mask[t][:, None]
+        keep = None if mask is None else at(mask, t)[:, None]
         with bound(cell, MatmulRecorder(kernels=probe.kernels), recurrent_mask) as recorder:
             output, new_states = masked_step(
                 cell,
-                packed(template, [p[t] for p in projected]),
+                packed(template, [at(p, t) for p in projected]),
                 states,
                 prev_output,
                 keep,
