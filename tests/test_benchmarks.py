@@ -432,3 +432,20 @@ def test_ptb_start_bad_arguments(argv, message, capsys):
     with pytest.raises(SystemExit):
         load_script("ptb_start").parse_args(argv)
     assert message in capsys.readouterr().err
+
+
+# -- profile_step.py ----------------------------------------------------------------------
+@pytest.mark.parametrize("layer, loop_part", [("mgu", 0), ("keras_gru", 0)])
+def test_profile_step_puts_the_loop_matmuls_in_their_part(layer, loop_part, capsys):
+    profile = load_script("profile_step")
+    parts = profile.main(["--layer", layer, "--batch", "2", "--steps", "6", "--calls", "2"])
+    assert list(parts) == list(profile.PARTS)
+    assert all(value >= 0 for value in parts.values())
+    assert parts[profile.PARTS[loop_part]] > 0  # per-step matmuls were found and counted
+    printed = capsys.readouterr().out
+    assert f"| {profile.PARTS[loop_part]} |" in printed and "ms unprofiled" in printed
+
+
+def test_profile_step_bad_arguments():
+    with pytest.raises(ValueError, match="--layer"):
+        load_script("profile_step").parse_args(["--layer", "elman"])
