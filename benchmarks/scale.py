@@ -2,23 +2,26 @@
 
 The Speed issue's goals: the time and the peak memory of a training step grow
 linearly from T=100 to T=2000, and our peak memory is at most 1.2x Keras' at
-the same shape. Every (layer, T) is measured in a fresh child process (this
-script with the hidden ``--child`` flag), so that its peak memory is its own:
+the same shape. Every (layer, T) is measured in two fresh child processes
+(this script with the hidden ``--child`` flag): the time in one that runs as
+users run it, the peak memory in one whose allocators hand every large buffer
+back to the kernel when it is freed (``MEMORY_ENVIRONMENT``: oneDNN's pooling
+allocator off, glibc's mmap threshold fixed at 64 KiB). Each child:
 
-1. build the layer and its training step (``speed.py``'s: forward, mean-square
-   loss, backward, Adam update in one ``tf.function``), run it once (tracing,
+1. builds the layer and its training step (``speed.py``'s: forward, mean-square
+   loss, backward, Adam update in one ``tf.function``), runs it once (tracing,
    XLA compiling) and once more;
-2. free what can be freed (``gc.collect()``, glibc's ``malloc_trim(0)``, so
-   that memory the allocator kept from the warm-up calls does not hide the
-   peak), reset the kernel's peak-RSS counter (``5`` into
-   ``/proc/self/clear_refs``) and read ``VmRSS`` from ``/proc/self/status``;
-3. run the step ``--repeats`` times, each timed with ``time.perf_counter`` up to
-   the loss's ``.numpy()`` (the median is reported), then read ``VmHWM``.
+2. frees what can be freed (``gc.collect()``, glibc's ``malloc_trim(0)``),
+   resets the kernel's peak-RSS counter (``5`` into ``/proc/self/clear_refs``)
+   and reads ``VmRSS`` from ``/proc/self/status``;
+3. runs the step ``--repeats`` times, each timed with ``time.perf_counter`` up
+   to the loss's ``.numpy()`` (the median is reported), then reads ``VmHWM``.
 
 Peak step memory = ``VmHWM`` - ``VmRSS`` before the timed steps: what a step
-needs beyond the weights, the optimizer's slots and the compiled functions.
-The child prints one JSON line; a child that crashes or times out becomes a row
-that says so. Linux only (``/proc``).
+holds at its peak beyond the weights, the optimizer's slots and the compiled
+functions. A child prints one JSON line; a child that crashes or times out
+becomes a row that says so. Linux and glibc only (``/proc``, ``mallopt``'s
+environment variables).
 
 Usage (from the repository root)::
 
@@ -67,6 +70,13 @@ QUICK = {"steps": "5,10", "batch": 2, "input": 4, "units": 4, "repeats": 1}
 MEMORY_GOAL = 1.2  # our peak at most this times Keras' at the same T
 LINEAR_TOLERANCE = 1.3  # per-step cost at the largest T at most this times that at the middle T
 CHILD_MARK = "SCALE-RESULT "  # the child's result line starts with this
+# The memory child's environment. With oneDNN, TensorFlow allocates large
+# buffers from a pool that keeps them between steps (and XLA's buffers too),
+# so RSS does not rise when a step reuses them: our layers' peak read as 2 MiB
+# at every T. Without oneDNN every buffer comes from malloc, and with a fixed
+# mmap threshold glibc maps each one over 64 KiB afresh and unmaps it when it is
+# freed: the peak RSS during the steps is then the peak of what they hold.
+MEMORY_ENVIRONMENT = {"TF_ENABLE_ONEDNN_OPTS": "0", "MALLOC_MMAP_THRESHOLD_": "65536"}
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -225,29 +235,36 @@ def child_command(name: str, steps: int, args: argparse.Namespace) -> list[str]:
     return command + [str(item) for pair in flags.items() for item in pair]
 
 
-def run_child(name: str, steps: int, args: argparse.Namespace) -> Row:
-    """Measure one (layer, T) in a fresh process; a crash or a timeout becomes the row's error."""
-    row = Row(name, LAYERS[name].label, steps)
+def child_result(name: str, steps: int, args: argparse.Namespace, environment: dict) -> dict:
+    """One fresh child's measurement, or ``{"error": why}`` for a crash or a timeout."""
     path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
-    environment = {**os.environ, "PYTHONPATH": path}
     try:
         done = subprocess.run(
             child_command(name, steps, args),
             capture_output=True,
             text=True,
             timeout=args.timeout,
-            env=environment,
+            env={**os.environ, **environment, "PYTHONPATH": path},
         )
     except subprocess.TimeoutExpired:
-        row.error = f"timed out after {args.timeout} s"
-        return row
+        return {"error": f"timed out after {args.timeout} s"}
     lines = [line for line in done.stdout.splitlines() if line.startswith(CHILD_MARK)]
     if done.returncode != 0 or not lines:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        row.error = f"child failed (exit code {done.returncode}): {last[:200]}"
-        return row
-    for key, value in json.loads(lines[-1][len(CHILD_MARK) :]).items():
-        setattr(row, key, value)
+        return {"error": f"child failed (exit code {done.returncode}): {last[:200]}"}
+    return json.loads(lines[-1][len(CHILD_MARK) :])
+
+
+def run_child(name: str, steps: int, args: argparse.Namespace) -> Row:
+    """Measure one (layer, T): its time in a child as users run it, its peak
+    memory in a second child under ``MEMORY_ENVIRONMENT``."""
+    row = Row(name, LAYERS[name].label, steps)
+    timed = child_result(name, steps, args, {})
+    counted = child_result(name, steps, args, MEMORY_ENVIRONMENT) if "error" not in timed else {}
+    row.error = timed.get("error") or counted.get("error")
+    if row.error is None:
+        row.train_ms, row.path = timed["train_ms"], timed["path"]
+        row.peak_mib, row.base_mib = counted["peak_mib"], counted["base_mib"]
     return row
 
 
