@@ -68,17 +68,24 @@ def in_float32(initializer: Any) -> Any:
 LAYER_NORM_EPSILON = 1e-3
 
 
-def affine(inputs: Tensor, kernel: Tensor, bias: Tensor | None) -> Tensor:
-    """``inputs @ kernel + bias`` over the last axis of ``inputs`` (any rank):
-    one 2-D matmul and a ``BiasAdd``, whose gradient is TensorFlow's fused
-    ``BiasAddGrad`` (a broadcasting add over a 3-D product is differentiated
-    by a slower ``Sum`` over two axes)."""
+def affine_blocks(inputs: Tensor, kernels: Sequence, biases: Sequence) -> tuple:
+    """``inputs @ kernel + bias`` for each kernel (and bias, or None) over the last
+    axis of ``inputs`` (any rank): the inputs flattened to 2-D once, then one
+    matmul and one ``BiasAdd`` per block, whose gradient is TensorFlow's fused
+    ``BiasAddGrad`` (a broadcasting add over a 3-D product is differentiated by
+    a slower ``Sum`` over two axes)."""
     flat = tf.reshape(inputs, (-1, inputs.shape[-1]))
-    product = tf.matmul(flat, kernel)
-    if bias is not None:
-        product = tf.nn.bias_add(product, bias)
-    shape = tf.concat([tf.shape(inputs)[:-1], tf.shape(product)[-1:]], axis=0)
-    return tf.ensure_shape(tf.reshape(product, shape), (*inputs.shape[:-1], kernel.shape[-1]))
+    leading = tf.shape(inputs)[:-1]
+    blocks = []
+    for kernel, bias in zip(kernels, biases):
+        product = tf.matmul(flat, kernel)
+        if bias is not None:
+            product = tf.nn.bias_add(product, bias)
+        width = kernel.shape[-1]
+        block = tf.reshape(product, tf.concat([leading, [width]], axis=0))
+        block.set_shape((*inputs.shape[:-1], width))
+        blocks.append(block)
+    return tuple(blocks)
 
 
 def layer_normalize(x: Tensor, gain: Tensor, bias: Tensor) -> Tensor:
@@ -549,7 +556,7 @@ class DenseGatesCell(AbstractRNNCell):
             return tuple(ops.split(projected, count, axis=-1))
         kernels = ops.split(self.kernel, count, axis=-1)
         biases = [None] * count if self.input_bias is None else ops.split(self.input_bias, count)
-        return tuple(affine(inputs, k, b) for k, b in zip(kernels, biases))
+        return affine_blocks(inputs, kernels, biases)
 
     def combine(self, projected: Tensor, recurrent: Tensor) -> Tensor:
         """A gate's pre-activation from its projected input block and its
