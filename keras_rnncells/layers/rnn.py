@@ -52,6 +52,8 @@ USE_CUDNN = ("auto", True, False)
 # LSTM (and by its own test of them, with 0).
 LEGACY_IMPLEMENTATIONS = (0, 1, 2)
 SEQUENCES = ("batch", "timesteps", "features")
+# From this (known) batch size up, inference graphs run Keras' loop (RNN.portable_loop).
+KERAS_LOOP_MIN_BATCH = 16
 
 # How the fused loop is traced: "auto" (see the module docstring), "portable"
 # (`portable()`) or "compiled" (`compiled_inference()`).
@@ -279,6 +281,8 @@ class RNN(keras.layers.RNN):
         mask = None if mask is None else ops.cast(mask, "bool")
         args = (sequences, initial_state, mask, training)
         if path == "fused":
+            if self.implementation == "auto" and not compiles_loop(training):
+                return self.portable_loop(*args)
             return self.fused_loop(*args)
         if mask is None or self.implementation == "cudnn":
             return self.cudnn_loop(*args)
@@ -315,6 +319,28 @@ class RNN(keras.layers.RNN):
         if self.return_sequences:  # the loop's TensorArray loses the static step count
             outputs = tf.ensure_shape(outputs, (None, sequences.shape[1], None))
         return last_output, outputs, list(states)
+
+    def portable_loop(self, sequences, initial_state, mask, training):
+        """An inference graph's recurrence with ``implementation="auto"``: Keras'
+        loop where the graph is traced for a known batch of at least
+        ``KERAS_LOOP_MIN_BATCH`` rows and a known, nonzero number of steps
+        (``model.predict``'s batches), the fused loop otherwise. Keras' loop
+        projects each step's input inside the loop, and TensorFlow's executor
+        runs the projections of the next steps on the second core while the
+        recurrence waits for its matmul; the fused loop's one projection before
+        the loop cannot overlap so. Served with XLA off, Keras' loop over our
+        LSTM cell is 1.3x slower than the fused loop at batch 1 and 0.8x its
+        time at batch 32 (benchmarks/README.md, "Choosing the loop by batch
+        size"). A graph traced for any batch size (an export) keeps the fused
+        loop: a ``tf.cond`` between the two loops is what tf2onnx cannot
+        convert (Keras' own ``model.export(format="onnx")`` failed on it)."""
+        batch, steps = sequences.shape[0], sequences.shape[1]
+        if batch is not None and steps and batch >= KERAS_LOOP_MIN_BATCH:
+            last, outputs, states = keras.layers.RNN.inner_loop(
+                self, sequences, initial_state, mask, training=training
+            )
+            return last, outputs, list(states)
+        return self.fused_loop(sequences, initial_state, mask, training)
 
     def cudnn_loop(self, sequences, initial_state, mask, training):
         """Keras' cuDNN kernel, its padded outputs made to match the other paths."""

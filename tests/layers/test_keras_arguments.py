@@ -91,11 +91,14 @@ def test_zero_steps_raise_naming_the_time_axis():
 @pytest.mark.parametrize("cell", kr.list_cells())
 def test_zero_steps_in_a_graph_answer_as_a_fully_masked_sequence(cell):
     """A serving graph traced for any length gets 0 steps at run time: initial
-    states back and no outputs, with no error."""
+    states back and no outputs, with no error, at a batch size of either loop
+    an inference graph picks (layers/rnn.py, KERAS_LOOP_MIN_BATCH)."""
     layer = kr.RNN(kr.get_cell(cell)(3), return_sequences=True, return_state=True)
     layer.build((None, None, 3))
     spec = tf.TensorSpec((None, None, 3), tf.float32)
-    outputs, *states = tf.function(layer, input_signature=[spec])(tf.zeros((2, 0, 3)))
-    assert outputs.shape == (2, 0, layer.cell.output_size)
-    for state in states:
-        np.testing.assert_array_equal(state, np.zeros(state.shape))
+    serve = tf.function(layer, input_signature=[spec])
+    for batch in (2, 20):
+        outputs, *states = serve(tf.zeros((batch, 0, 3)))
+        assert outputs.shape == (batch, 0, layer.cell.output_size)
+        for state in states:
+            np.testing.assert_array_equal(state, np.zeros(state.shape))

@@ -277,3 +277,51 @@ def test_the_loop_switches_hold_for_their_thread_only(sequences):
     traced.set()
     thread.join(timeout=120)
     assert found == {"exporter": False, "trainer": True}
+
+
+@pytest.mark.parametrize("name", ["gru", "lstm", "mufuru"])
+def test_inference_graphs_pick_their_loop_by_batch_size(name):
+    """With implementation="auto", an inference graph traced for a known batch
+    of KERAS_LOOP_MIN_BATCH rows or more runs Keras' loop, under it the fused
+    loop, and a graph traced for any batch size the fused loop (no tf.cond,
+    which tf2onnx cannot convert). Every batch size gives the generic path's
+    numbers, masked or not."""
+    from keras_rnncells.layers.rnn import KERAS_LOOP_MIN_BATCH
+
+    rng = np.random.default_rng(SEED)
+    returns = {"return_sequences": True, "return_state": True}
+    auto = krc.RNN(krc.get_cell(name)(UNITS), **returns)
+    generic = krc.RNN(krc.get_cell(name)(UNITS), implementation="generic", **returns)
+    largest = KERAS_LOOP_MIN_BATCH + 9
+    sequences = rng.normal(size=(largest, 7, FEATURES)).astype("float32")
+    mask = rng.random((largest, 7)) > 0.3
+    for layer in (auto, generic):
+        layer.build(sequences.shape)
+    generic.set_weights(auto.get_weights())
+
+    def loop_body_ops(function, *args) -> set:
+        """The op types of the loop bodies in ``function``'s graph for ``args``."""
+        graph = function.get_concrete_function(*args).graph.as_graph_def()
+        bodies = [f for f in graph.library.function if "body" in f.signature.name]
+        assert len(bodies) == 1, [f.signature.name for f in bodies]  # one loop, no tf.cond
+        return {node.op for node in bodies[0].node_def}
+
+    any_batch = tf.function(
+        lambda x, m: auto(x, mask=m, training=False),
+        input_signature=[
+            tf.TensorSpec((None, None, FEATURES)),
+            tf.TensorSpec((None, None), tf.bool),
+        ],
+    )
+    fused_ops = loop_body_ops(any_batch)
+    assert "TensorListGetItem" not in fused_ops  # the fused loop reads its projected blocks
+    for batch in (1, KERAS_LOOP_MIN_BATCH - 1, KERAS_LOOP_MIN_BATCH, largest):
+        x, m = sequences[:batch], mask[:batch]
+        known_batch = tf.function(lambda x, m: auto(x, mask=m, training=False))
+        loop_ops = loop_body_ops(known_batch, x, m)
+        keras_loop = "TensorListGetItem" in loop_ops  # Keras' loop reads its input list
+        assert keras_loop == (batch >= KERAS_LOOP_MIN_BATCH), (batch, sorted(loop_ops))
+        expected = generic(x, mask=m)
+        for got in (any_batch(x, m), known_batch(x, m)):
+            for a, b in zip(got, expected):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
