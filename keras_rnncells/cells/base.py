@@ -543,17 +543,21 @@ class DenseGatesCell(AbstractRNNCell):
         return self.standard_form_conflicts() + super().onnx_conflicts()
 
     def project_inputs(self, inputs: Tensor) -> tuple:
-        """One ``W x + b`` per block. Without ``layer_norm`` (which normalizes
-        all blocks together), each block is its own matmul over its columns of
-        the kernel: splitting one product would copy the whole projected
-        sequence, and its gradient would concatenate it again (2 ms of an LSTM
-        training step at batch 32, 100 steps, 128 units; benchmarks/README.md)."""
+        """One ``W x + b`` per block. A sequence (the fused path's time-major
+        projection) takes one matmul per block over its columns of the kernel:
+        splitting one product would copy the whole projected sequence, and its
+        gradient would concatenate it again (2 ms of an LSTM training step at
+        batch 32, 100 steps, 128 units; benchmarks/README.md). A single step
+        (Keras' loop, ONNX's Loop) takes one matmul and a split of its small
+        product: fewer ops per step (the per-block form ran an MGU's ONNX Loop
+        2.4x slower at batch 64). ``layer_norm`` normalizes all blocks together:
+        one product."""
         count = len(self.blocks)
-        if self.layer_norm:
+        if self.layer_norm or len(inputs.shape) == 2:
             projected = self.input_matmul(inputs)
             if self.input_bias is not None:
                 projected = projected + self.input_bias
-            return tuple(ops.split(projected, count, axis=-1))
+            return tuple(ops.split(projected, count, axis=-1)) if count > 1 else (projected,)
         kernels = ops.split(self.kernel, count, axis=-1)
         biases = [None] * count if self.input_bias is None else ops.split(self.input_bias, count)
         return affine_blocks(inputs, kernels, biases)
