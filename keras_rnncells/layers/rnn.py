@@ -21,7 +21,9 @@
 * ``generic``: ``keras.layers.RNN``'s own loop, the reference semantics.
 
 ``implementation="auto"`` picks cudnn where it can run and fused otherwise
-(generic for ``unroll=True`` and for cells that are not ``AbstractRNNCell``).
+(generic for ``unroll=True`` and for cells that are not ``AbstractRNNCell``);
+an inference graph traced for a known batch of ``KERAS_LOOP_MIN_BATCH`` rows or
+more runs Keras' loop instead (``RNN.portable_loop``).
 All paths give the same numbers for the same weights: masks of any pattern,
 ``go_backwards``, ``zero_output_for_mask``, states and gradients.
 
