@@ -162,7 +162,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
         saved = (
             step_arrays(states),
             step_arrays([zeros] if carries_output else []),
-            step_arrays([h for h, keep in zip(probe.inputs, unaliased) if keep]),
+            step_arrays([h for h, new in zip(probe.inputs, unaliased) if new]),
             step_arrays(probe.outputs),
         )
 
@@ -180,7 +180,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
             )
         if record:
             now = (list(states), [prev_output] if carries_output else [])
-            now += ([h for h, keep in zip(recorder.inputs, unaliased) if keep], recorder.outputs)
+            now += ([h for h, new in zip(recorder.inputs, unaliased) if new], recorder.outputs)
             saved = tuple(
                 [ta.write(t, x) for ta, x in zip(arrays, values)]
                 for arrays, values in zip(saved, now)
