@@ -35,7 +35,6 @@ import collections
 import glob
 import os
 import re
-import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -47,7 +46,7 @@ import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 import keras_rnncells
-from benchmarks.speed import layer_functions
+from benchmarks.speed import layer_functions, layer_path, median_time
 
 KERAS_LAYERS = {"keras_gru": keras.layers.GRU, "keras_lstm": keras.layers.LSTM}
 PARTS = (
@@ -154,13 +153,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     layer = build_layer(args)
     layer.build(tuple(x.shape))
     train = layer_functions(layer)["train"]
-    for _ in range(3):
-        train(x).numpy()
-    unprofiled = []
-    for _ in range(args.calls):
-        start = time.perf_counter()
-        train(x).numpy()
-        unprofiled.append(1e3 * (time.perf_counter() - start))
+    unprofiled = median_time(train, x, warmup=3, repeats=args.calls)
     with tempfile.TemporaryDirectory() as logdir:
         tf.profiler.experimental.start(logdir)
         start = time.perf_counter()
@@ -177,10 +170,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     # Kernels of two threads can overlap (the shares can sum past 100%):
     # the rest is never below zero.
     parts[PARTS[-1]] = max(0.0, wall - sum(parts.values()))
-    path = layer.path() if isinstance(layer, keras_rnncells.RNN) else "keras"
     print(
-        f"{args.layer} ({path}): batch {args.batch}, T {args.steps}, input {args.input}, "
-        f"units {args.units}; training step {statistics.median(unprofiled):.2f} ms unprofiled "
+        f"{args.layer} ({layer_path(layer)}): batch {args.batch}, T {args.steps}, "
+        f"input {args.input}, units {args.units}; training step {unprofiled:.2f} ms unprofiled "
         f"(median of {args.calls}), {wall:.2f} ms profiled (mean of {args.calls})."
     )
     print("\n| part | ms per step (profiled) | share |\n|---|---:|---:|")

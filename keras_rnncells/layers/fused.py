@@ -155,14 +155,18 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
 
     with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
         cell.step(packed(template, [first_step(p) for p in projected]), list(states), training)
-    unaliased = [a is None for a in state_aliases(probe.inputs, list(states))]
+    aliases = state_aliases(probe.inputs, list(states))
+
+    def not_states(matmul_inputs):
+        return [h for h, alias in zip(matmul_inputs, aliases) if alias is None]
+
     # states before each step, previous outputs, matmul inputs not states, matmul outputs
     saved = ([], [], [], [])
     if record:
         saved = (
             step_arrays(states),
             step_arrays([zeros] if carries_output else []),
-            step_arrays([h for h, new in zip(probe.inputs, unaliased) if new]),
+            step_arrays(not_states(probe.inputs)),
             step_arrays(probe.outputs),
         )
 
@@ -180,7 +184,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
             )
         if record:
             now = (list(states), [prev_output] if carries_output else [])
-            now += ([h for h, new in zip(recorder.inputs, unaliased) if new], recorder.outputs)
+            now += (not_states(recorder.inputs), recorder.outputs)
             saved = tuple(
                 [ta.write(t, x) for ta, x in zip(arrays, values)]
                 for arrays, values in zip(saved, now)

@@ -338,8 +338,8 @@ class RNN(keras.layers.RNN):
         convert (Keras' own ``model.export(format="onnx")`` failed on it)."""
         batch, steps = sequences.shape[0], sequences.shape[1]
         if batch is not None and steps and batch >= KERAS_LOOP_MIN_BATCH:
-            last, outputs, states = keras.layers.RNN.inner_loop(
-                self, sequences, initial_state, mask, training=training
+            last, outputs, states = super().inner_loop(
+                sequences, initial_state, mask, training=training
             )
             return last, outputs, list(states)
         return self.fused_loop(sequences, initial_state, mask, training)
