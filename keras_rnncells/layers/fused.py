@@ -24,8 +24,9 @@ XLA-compiled loop must be computed by a function of our own.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
 import tensorflow as tf
 from keras import tree
 from keras.src.backend import AutocastScope
@@ -115,6 +116,71 @@ def state_aliases(matmul_inputs: list, states: list) -> list:
     does not save those inputs a second time; the backward pass reads them
     from the saved states."""
     return [next((j for j, s in enumerate(states) if h is s), None) for h in matmul_inputs]
+
+
+class Part(NamedTuple):
+    """Columns ``start:stop`` of a recurrent matmul's output, and the index of
+    the projected input that the step adds them to and uses nowhere else
+    (``shared``), or None: then the gradients of the two are the same tensor."""
+
+    start: int
+    stop: int
+    shared: int | None
+
+
+def sole_consumer(tensor: tf.Tensor) -> tf.Operation | None:
+    consumers = tensor.consumers()
+    return consumers[0] if len(consumers) == 1 else None
+
+
+def other_input(op: tf.Operation, tensor: tf.Tensor) -> tf.Tensor:
+    return op.inputs[1] if op.inputs[0] is tensor else op.inputs[0]
+
+
+def past_biases(tensor: tf.Tensor) -> tf.Tensor:
+    """``tensor`` plus the biases its only use adds to it (lower-rank
+    operands), each the only use of the sum before: a tensor whose gradient
+    is ``tensor``'s."""
+    op = sole_consumer(tensor)
+    while op is not None and op.type == "AddV2":
+        rank = other_input(op, tensor).shape.rank
+        if rank is None or rank >= tensor.shape.rank:
+            break
+        tensor = op.outputs[0]
+        op = sole_consumer(tensor)
+    return tensor
+
+
+def added_to(tensor: tf.Tensor, projected: list) -> int | None:
+    """The index of the projected input that ``tensor`` (biases added) is added
+    to, where that sum is the only use of both and their shapes are the same:
+    then the gradient of one is the gradient of the other."""
+    tensor = past_biases(tensor)
+    op = sole_consumer(tensor)
+    if op is None or op.type != "AddV2":
+        return None
+    other = other_input(op, tensor)
+    same_shape = other.shape.rank == tensor.shape.rank and other.shape[-1] == tensor.shape[-1]
+    matches = [j for j, x in enumerate(projected) if other is x and sole_consumer(x) is op]
+    return matches[0] if matches and same_shape else None
+
+
+def matmul_parts(output: tf.Tensor, projected: list) -> list[Part]:
+    """How the step uses a recurrent matmul's ``output`` (traced in a graph):
+    the column parts it splits it into along the last axis (one part if it
+    does not), each with the projected input it is only added to, if any. The
+    backward pass stores no gradient for such a part: it is that input's."""
+    shared = added_to(output, projected)
+    op = sole_consumer(past_biases(output))
+    if shared is None and op is not None and op.type in ("Split", "SplitV"):
+        axis = tf.get_static_value(op.inputs[0] if op.type == "Split" else op.inputs[2])
+        if axis is not None and int(axis) in (-1, output.shape.rank - 1):
+            bounds = np.cumsum([0] + [piece.shape[-1] for piece in op.outputs])
+            return [
+                Part(int(start), int(stop), added_to(piece, projected))
+                for start, stop, piece in zip(bounds, bounds[1:], op.outputs)
+            ]
+    return [Part(0, output.shape[-1], shared)]
 
 
 def at(tensor: tf.Tensor, t: tf.Tensor) -> tf.Tensor:
@@ -229,9 +295,17 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
     def arrays(tensors):
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape[1:]) for x in tensors]
 
+    def part_array(sequence, part):
+        shape = [*sequence.shape[1:-1], part.stop - part.start]
+        return tf.TensorArray(sequence.dtype, size=steps, element_shape=shape)
+
     probe_states = [first_step(s) for s in saved_states]
+    probe_px = [first_step(p) for p in projected]
     with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
-        cell.step(packed(template, [first_step(p) for p in projected]), probe_states, training)
+        cell.step(packed(template, probe_px), probe_states, training)
+    parts = [matmul_parts(output, probe_px) for output in probe.outputs]
+    # (matmul, part) whose gradient the loop stores: those not a projected input's
+    stored = [(k, part) for k, each in enumerate(parts) for part in each if part.shared is None]
     unaliased = iter(matmul_inputs)
     matmul_inputs = [
         next(unaliased) if j is None else saved_states[j]
@@ -242,7 +316,11 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
         for columns, kernel in probe.kernels.items()
     }
 
-    def body(i, g_states, g_carry, g_vars, d_projected, d_matmuls):
+    def part_gradient(g_matmuls, k, part):
+        g = g_matmuls[k]
+        return g if part.stop - part.start == g.shape[-1] else g[..., part.start : part.stop]
+
+    def body(i, g_states, g_carry, g_vars, d_projected, d_parts):
         t = steps - 1 - i
         px = [p[t] for p in projected]
         states = [s[t] for s in saved_states]
@@ -277,11 +355,11 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
             g_carry,
             tuple(a + b for a, b in zip(g_vars, g_step_vars)),
             [ta.write(t, g) for ta, g in zip(d_projected, g_px)],
-            [ta.write(t, g) for ta, g in zip(d_matmuls, g_matmuls)],
+            [ta.write(t, part_gradient(g_matmuls, *kp)) for ta, kp in zip(d_parts, stored)],
         )
 
     g_vars0 = tuple(tf.zeros_like(v) for v in variables)
-    _, g_states, _, g_vars, d_projected, d_matmuls = tf.while_loop(
+    _, g_states, _, g_vars, d_projected, d_parts = tf.while_loop(
         lambda i, *_: i < steps,
         body,
         (
@@ -290,26 +368,33 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
             g_carry,
             g_vars0,
             arrays(projected),
-            arrays(matmul_outputs),
+            [part_array(matmul_outputs[k], part) for k, part in stored],
         ),
         maximum_iterations=steps,
     )
-    # The recurrent matmuls' weight gradient: one matmul over all steps each.
+    d_projected = [d.stack() for d in d_projected]
+    d_parts = iter([d.stack() for d in d_parts])
+    # The recurrent matmuls' weight gradient: one matmul over all steps per part.
     with tf.GradientTape(watch_accessed_variables=False) as tape:
         tape.watch(variables)
-        products = []
+        products, d_products = [], []
         with bound(cell, MatmulRecorder(), recurrent_mask):
-            for h, columns in zip(matmul_inputs, probe.columns):
+            for h, columns, each in zip(matmul_inputs, probe.columns, parts):
                 flat = tf.reshape(h, (-1, h.shape[-1]))
-                products.append(tf.matmul(flat, cell.recurrent_kernel_columns(columns)))
+                kernel = cell.recurrent_kernel_columns(columns)
+                for part in each:
+                    block = kernel if len(each) == 1 else kernel[:, part.start : part.stop]
+                    products.append(tf.matmul(flat, block))
+                    d = next(d_parts) if part.shared is None else d_projected[part.shared]
+                    d_products.append(tf.reshape(d, tf.shape(products[-1])))
     g_kernel = tape.gradient(
         products,
         variables,
-        output_gradients=[tf.reshape(d.stack(), tf.shape(p)) for d, p in zip(d_matmuls, products)],
+        output_gradients=d_products,
         unconnected_gradients=tf.UnconnectedGradients.ZERO,
     )
     g_vars = [a + b for a, b in zip(g_vars, g_kernel)]
-    return [d.stack() for d in d_projected], list(g_states), g_vars
+    return d_projected, list(g_states), g_vars
 
 
 def recurrence_flags(projected: tuple, training, zero_output_for_mask, return_sequences):

@@ -37,9 +37,9 @@ def supports_float64(name: str) -> bool:
     return keras.backend.standardize_dtype(output.dtype) == "float64"
 
 
-def fused_and_generic(name, sequences, rng, helpers, dtype, **layer_kwargs):
-    """The cell ``name`` under both paths, with the same random weights and
-    dropout seeds: ``(fused, generic)``."""
+def fused_and_generic(name, sequences, rng, helpers, dtype, options=None, **layer_kwargs):
+    """The cell ``name`` (with the cell arguments ``options``) under both
+    paths, with the same random weights and dropout seeds: ``(fused, generic)``."""
     layers = []
     for implementation in ("fused", "generic"):
         cell = krc.get_cell(name)(
@@ -49,6 +49,7 @@ def fused_and_generic(name, sequences, rng, helpers, dtype, **layer_kwargs):
             recurrent_dropconnect=DROPOUT,
             seed=SEED,
             dtype=dtype,
+            **(options or {}),
         )
         layer = krc.RNN(cell, implementation=implementation, dtype=dtype, **layer_kwargs)
         layer.build(sequences.shape)
@@ -71,6 +72,36 @@ class SeedRestorer:
     def __call__(self) -> None:
         for generator in self.generators:
             generator.state.assign(self.state)
+
+
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("gru", {"reset_after": False}),
+        ("gru", {"use_bias": False}),
+        ("gru", {"layer_norm": True}),
+        ("lstm", {"layer_norm": True}),
+        ("lstm", {"use_bias": False}),
+        ("mgu", {"reset_after": True}),
+    ],
+)
+def test_fused_equals_generic_with_cell_options(name, options, sequences, mask, rng, helpers):
+    """The fused backward pass takes a recurrent matmul's gradient from the
+    projected input it is added to where the step's graph shows that the two
+    are the same (``fused.matmul_parts``): other forms of the same cells, where
+    a bias, a layer norm or a reset gate comes in between, still agree."""
+    sequences = sequences.astype("float64")
+    kwargs = {"return_sequences": True, "return_state": True}
+    fused, generic = fused_and_generic(name, sequences, rng, helpers, "float64", options, **kwargs)
+    restore_seeds = SeedRestorer(fused, generic)
+    results = []
+    for layer in (fused, generic):
+        restore_seeds()
+        results.append(helpers.outputs_and_gradients(layer, sequences, mask=mask, training=True))
+    (outputs, grads), (expected_outputs, expected_grads) = results
+    helpers.assert_all_close(outputs, expected_outputs, 1e-9, f"{name} {options}: outputs")
+    helpers.assert_all_close(grads, expected_grads, 1e-9, f"{name} {options}: gradients")
+    assert all(np.abs(g).max() > 0 for g in grads), f"{name} {options}: a gradient is zero"
 
 
 @pytest.mark.parametrize("name", krc.list_cells())
