@@ -183,6 +183,35 @@ def matmul_parts(output: tf.Tensor, projected: list) -> list[Part]:
     return [Part(0, output.shape[-1], shared)]
 
 
+def columns_of(tensor: tf.Tensor, part: Part) -> tf.Tensor:
+    """The columns of ``part`` of a recurrent matmul's output (or gradient)."""
+    if part.stop - part.start == tensor.shape[-1]:
+        return tensor
+    return tensor[..., part.start : part.stop]
+
+
+def probe_step(cell, template, px, states, recurrent_mask, training):
+    """One step traced on ``px`` and ``states`` (ones of the loop's shapes) to
+    find its recurrent matmuls: returns the recorder that saw them and each
+    one's `matmul_parts`."""
+    with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
+        cell.step(packed(template, px), list(states), training)
+    return probe, [matmul_parts(output, px) for output in probe.outputs]
+
+
+def sharing(parts: list, count: int) -> list:
+    """For each of the ``count`` projected inputs, the (matmul, part) added to
+    it, or None."""
+    shared = {part.shared: (k, part) for k, each in enumerate(parts) for part in each}
+    return [shared.get(j) for j in range(count)]
+
+
+def unshared(parts: list) -> list:
+    """The (matmul, part) pairs not added to a projected input: their outputs
+    and gradients are saved per step."""
+    return [(k, part) for k, each in enumerate(parts) for part in each if part.shared is None]
+
+
 def at(tensor: tf.Tensor, t: tf.Tensor) -> tf.Tensor:
     """``tensor[t]`` as one op (``GatherV2``): with a tensor index, ``tensor[t]``
     is a ``StridedSlice`` with three ``Pack`` and an ``AddV2`` for its bounds,
@@ -219,29 +248,45 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
     def step_arrays(tensors):
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape) for x in tensors]
 
-    with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
-        cell.step(packed(template, [first_step(p) for p in projected]), list(states), training)
+    probe_px = [first_step(p) for p in projected]
+    probe, parts = probe_step(cell, template, probe_px, states, recurrent_mask, training)
     aliases = state_aliases(probe.inputs, list(states))
+    shared, saved_parts = sharing(parts, len(projected)), unshared(parts)
 
     def not_states(matmul_inputs):
         return [h for h, alias in zip(matmul_inputs, aliases) if alias is None]
 
-    # states before each step, previous outputs, matmul inputs not states, matmul outputs
-    saved = ([], [], [], [])
+    def replay_inputs(px, matmul_outputs):
+        """What the backward loop replays the step from in place of ``px``: a
+        projected input plus the matmul part added to it (the pre-activation
+        less any bias between), or the projected input."""
+        return [
+            x if share is None else x + columns_of(matmul_outputs[share[0]], share[1])
+            for x, share in zip(px, shared)
+        ]
+
+    def parts_saved(matmul_outputs):
+        return [columns_of(matmul_outputs[k], part) for k, part in saved_parts]
+
+    # states before each step, previous outputs, matmul inputs not states,
+    # replay inputs, matmul output parts not added to a projected input
+    saved = ([], [], [], [], [])
     if record:
         saved = (
             step_arrays(states),
             step_arrays([zeros] if carries_output else []),
             step_arrays(not_states(probe.inputs)),
-            step_arrays(probe.outputs),
+            step_arrays(probe_px),
+            step_arrays(parts_saved(probe.outputs)),
         )
 
     def body(t, outputs, prev_output, states, saved):
         keep = None if mask is None else at(mask, t)[:, None]
         with bound(cell, MatmulRecorder(kernels=probe.kernels), recurrent_mask) as recorder:
+            px = [at(p, t) for p in projected]
             output, new_states = masked_step(
                 cell,
-                packed(template, [at(p, t) for p in projected]),
+                packed(template, px),
                 states,
                 prev_output,
                 keep,
@@ -250,7 +295,8 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
             )
         if record:
             now = (list(states), [prev_output] if carries_output else [])
-            now += (not_states(recorder.inputs), recorder.outputs)
+            now += (not_states(recorder.inputs), replay_inputs(px, recorder.outputs))
+            now += (parts_saved(recorder.outputs),)
             saved = tuple(
                 [ta.write(t, x) for ta, x in zip(arrays, values)]
                 for arrays, values in zip(saved, now)
@@ -283,29 +329,26 @@ def forward(cell, projected, states, mask, recurrent_mask, flags, record):
 
 @tf.function(jit_compile=True, autograph=False)
 def backward(cell, projected, states0, saved, upstream, variables, mask, recurrent_mask, flags):
+    """The gradients of the projected inputs, the initial states and
+    ``variables``. ``projected`` is read only if ``saved`` is None (the forward
+    ran without recording): the loop replays each step from the saved replay
+    inputs (`run_forward`), so the projected sequence need not be kept for it."""
     training, zero_output_for_mask, return_sequences, template = flags
     if saved is None:  # the forward ran without recording (training=False)
         _, saved = run_forward(cell, projected, states0, mask, recurrent_mask, flags, True)
-    saved_states, saved_prev_outputs, matmul_inputs, matmul_outputs = saved
+    saved_states, saved_prev_outputs, matmul_inputs, replay_inputs, saved_parts = saved
     d_last, d_outputs, d_states = upstream[0], upstream[1], list(upstream[2:])
-    steps = tf.shape(projected[0])[0]
+    steps = tf.shape(replay_inputs[0])[0]
     carries_output = bool(saved_prev_outputs)
     g_carry = d_last if return_sequences else d_last + d_outputs[0]
 
     def arrays(tensors):
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape[1:]) for x in tensors]
 
-    def part_array(sequence, part):
-        shape = [*sequence.shape[1:-1], part.stop - part.start]
-        return tf.TensorArray(sequence.dtype, size=steps, element_shape=shape)
-
     probe_states = [first_step(s) for s in saved_states]
-    probe_px = [first_step(p) for p in projected]
-    with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
-        cell.step(packed(template, probe_px), probe_states, training)
-    parts = [matmul_parts(output, probe_px) for output in probe.outputs]
-    # (matmul, part) whose gradient the loop stores: those not a projected input's
-    stored = [(k, part) for k, each in enumerate(parts) for part in each if part.shared is None]
+    probe_px = [first_step(r) for r in replay_inputs]
+    probe, parts = probe_step(cell, template, probe_px, probe_states, recurrent_mask, training)
+    stored = unshared(parts)  # the loop stores these parts' gradients
     unaliased = iter(matmul_inputs)
     matmul_inputs = [
         next(unaliased) if j is None else saved_states[j]
@@ -316,21 +359,29 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
         for columns, kernel in probe.kernels.items()
     }
 
-    def part_gradient(g_matmuls, k, part):
-        g = g_matmuls[k]
-        return g if part.stop - part.start == g.shape[-1] else g[..., part.start : part.stop]
+    def replayed_outputs(px, t):
+        """The recurrent matmuls' outputs to replay at step ``t``: a part added
+        to a projected input is zeros (the replay input ``px`` holds it),
+        another part is read back."""
+        read = iter([p[t] for p in saved_parts])
+        outputs = []
+        for each in parts:
+            pieces = [
+                next(read) if part.shared is None else tf.zeros_like(px[part.shared])
+                for part in each
+            ]
+            outputs.append(pieces[0] if len(pieces) == 1 else tf.concat(pieces, axis=-1))
+        return outputs
 
     def body(i, g_states, g_carry, g_vars, d_projected, d_parts):
         t = steps - 1 - i
-        px = [p[t] for p in projected]
+        px = [r[t] for r in replay_inputs]
         states = [s[t] for s in saved_states]
         prev = [saved_prev_outputs[0][t]] if carries_output else []
         keep = None if mask is None else mask[t][:, None]
         with tf.GradientTape(watch_accessed_variables=False) as tape:
             tape.watch([px, states, prev, variables])
-            recorder = MatmulRecorder(
-                [m[t] for m in matmul_outputs], tape, probe.kernels, transposed
-            )
+            recorder = MatmulRecorder(replayed_outputs(px, t), tape, probe.kernels, transposed)
             with bound(cell, recorder, recurrent_mask):
                 output, new_states = masked_step(
                     cell,
@@ -355,7 +406,7 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
             g_carry,
             tuple(a + b for a, b in zip(g_vars, g_step_vars)),
             [ta.write(t, g) for ta, g in zip(d_projected, g_px)],
-            [ta.write(t, part_gradient(g_matmuls, *kp)) for ta, kp in zip(d_parts, stored)],
+            [ta.write(t, columns_of(g_matmuls[k], part)) for ta, (k, part) in zip(d_parts, stored)],
         )
 
     g_vars0 = tuple(tf.zeros_like(v) for v in variables)
@@ -367,8 +418,8 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
             tuple(d_states),
             g_carry,
             g_vars0,
-            arrays(projected),
-            [part_array(matmul_outputs[k], part) for k, part in stored],
+            arrays(replay_inputs),
+            arrays(saved_parts),
         ),
         maximum_iterations=steps,
     )
@@ -471,7 +522,7 @@ def differentiable_recurrence(cell, projected, states, mask, recurrent_mask, fla
             with forward_replica(replica, variables):
                 d_projected, d_states, d_vars = backward(
                     cell,
-                    inputs[:n],
+                    None if record else inputs[:n],
                     inputs[n:],
                     saved if record else None,
                     upstream,
