@@ -5,16 +5,27 @@ where XLA JIT is disabled (TF Serving's default) or be converted (tf2onnx).
 
 Forward: ``cell.step`` runs in a ``tf.while_loop`` compiled by XLA over
 inputs already projected by ``cell.project_inputs``. In training it also
-saves, per step, the states it started from and the inputs and outputs of
-the recurrent matmuls the cell makes through ``cell.recurrent_matmul``.
+saves, per step, the states it started from, the inputs of the recurrent
+matmuls the cell makes through ``cell.recurrent_matmul`` (unless they are
+those states) and what the step is replayed from: each projected input plus
+the matmul part the step only adds to it (`matmul_parts`), and the matmul
+parts added to no projected input.
 
 Backward (back-propagation through time), also one XLA function: a reverse
-loop replays each step from the saved states with the saved matmul outputs
-(so no recurrent matmul is recomputed), back-propagates through it, and
-stores the gradient of each recurrent matmul's output. The recurrent-kernel
-gradient is then one large matmul over all time steps at once, instead of
-one small matmul per step. Other weights a step reads (biases, peepholes,
-kernels a cell multiplies itself) are differentiated per step.
+loop replays each step from the saved tensors, with the added matmul parts
+zero (their sum is in the replay input), so no recurrent matmul is
+recomputed and the projected sequence is not kept for the gradient. It
+back-propagates through the step and stores the gradient of each projected
+input and of each matmul part not added to one: for an added part the two
+gradients are the same, so it is stored once. The recurrent-kernel gradient
+is then one large matmul per part over all time steps at once, instead of one
+small matmul per step. Other weights a step reads (biases, peepholes, kernels
+a cell multiplies itself) are differentiated per step.
+
+For an LSTM step this keeps 2 states and 4 replay blocks per step from the
+forward pass and 4 gradient blocks in the backward pass (batch x units
+each), against 4 projected, 2 state, 4 matmul-output and 8 gradient blocks
+when every tensor was saved as it is (benchmarks/README.md: peak memory).
 
 Why not plain autodiff: TensorFlow cannot pass a while loop's saved
 activations (TensorLists) out of an XLA function, so the gradient of an
@@ -119,9 +130,9 @@ def state_aliases(matmul_inputs: list, states: list) -> list:
 
 
 class Part(NamedTuple):
-    """Columns ``start:stop`` of a recurrent matmul's output, and the index of
-    the projected input that the step adds them to and uses nowhere else
-    (``shared``), or None: then the gradients of the two are the same tensor."""
+    """Columns ``start:stop`` of a recurrent matmul's output. ``shared``: the
+    index of the projected input the step adds these columns to, where that
+    sum is the only use of both (their gradients are then equal), or None."""
 
     start: int
     stop: int
@@ -138,9 +149,9 @@ def other_input(op: tf.Operation, tensor: tf.Tensor) -> tf.Tensor:
 
 
 def past_biases(tensor: tf.Tensor) -> tf.Tensor:
-    """``tensor`` plus the biases its only use adds to it (lower-rank
-    operands), each the only use of the sum before: a tensor whose gradient
-    is ``tensor``'s."""
+    """Follows ``tensor`` through the biases added to it (a lower-rank operand
+    of an ``AddV2`` that is its only use): the sum reached has the same
+    gradient as ``tensor``."""
     op = sole_consumer(tensor)
     while op is not None and op.type == "AddV2":
         rank = other_input(op, tensor).shape.rank
@@ -191,7 +202,7 @@ def columns_of(tensor: tf.Tensor, part: Part) -> tf.Tensor:
 
 
 def probe_step(cell, template, px, states, recurrent_mask, training):
-    """One step traced on ``px`` and ``states`` (ones of the loop's shapes) to
+    """One step traced on ``px`` and ``states`` (zeros shaped as one step) to
     find its recurrent matmuls: returns the recorder that saw them and each
     one's `matmul_parts`."""
     with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
@@ -202,7 +213,8 @@ def probe_step(cell, template, px, states, recurrent_mask, training):
 def sharing(parts: list, count: int) -> list:
     """For each of the ``count`` projected inputs, the (matmul, part) added to
     it, or None."""
-    shared = {part.shared: (k, part) for k, each in enumerate(parts) for part in each}
+    pairs = [(k, part) for k, each in enumerate(parts) for part in each]
+    shared = {part.shared: (k, part) for k, part in pairs if part.shared is not None}
     return [shared.get(j) for j in range(count)]
 
 
