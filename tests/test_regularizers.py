@@ -1,6 +1,6 @@
 """The regularizers of recurrent cells on every path: Zoneout (wrapper),
 recurrent DropConnect and layer normalization (cell options), and the
-norm-stabilizer (a loss term and a layer)."""
+norm-stabilizer and temporal coherence (loss terms, each also a layer)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,12 @@ import tensorflow as tf
 
 import keras_rnncells as krc
 from keras_rnncells.layers.wrappers import Zoneout
-from keras_rnncells.regularizers import NormStabilizer, norm_stabilizer
+from keras_rnncells.regularizers import (
+    NormStabilizer,
+    TemporalCoherence,
+    norm_stabilizer,
+    temporal_coherence,
+)
 
 SEED = 5
 
@@ -300,6 +305,146 @@ def test_norm_stabilizer_layer_adds_one_loss_that_fit_minimizes(rng):
     np.testing.assert_allclose(history[0], norm_stabilizer(outputs, 3.0), rtol=1e-5)
     assert history[1] < history[0]
     assert any(not np.allclose(a, b) for a, b in zip(before, model.get_weights()))
+
+
+# -- temporal coherence ----------------------------------------------------------
+
+
+def coherence_pairs(h: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """(batch, time - 1): the pairs of consecutive steps that count."""
+    if mask is None:
+        return np.ones((h.shape[0], h.shape[1] - 1), bool)
+    return mask[:, 1:] & mask[:, :-1]
+
+
+def numpy_coherence(h: np.ndarray, beta: float, mask: np.ndarray | None = None) -> float:
+    """beta * the mean squared distance between consecutive states over the
+    pairs that count, in float64; 0 without any."""
+    h = h.astype("float64")
+    squared = ((h[:, 1:] - h[:, :-1]) ** 2).sum(axis=-1)
+    pairs = coherence_pairs(h, mask)
+    return beta * squared[pairs].mean() if pairs.any() else 0.0
+
+
+def numpy_coherence_gradient(h: np.ndarray, beta: float, mask: np.ndarray | None) -> np.ndarray:
+    """d/dh of numpy_coherence: each counted pair (t - 1, t) adds
+    2 beta / P (h_t - h_{t-1}) to step t and its negative to step t - 1."""
+    h = h.astype("float64")
+    pairs = coherence_pairs(h, mask)
+    grad = np.zeros_like(h)
+    scale = 2.0 * beta / max(pairs.sum(), 1)
+    for b, t in zip(*np.nonzero(pairs)):
+        step = scale * (h[b, t + 1] - h[b, t])
+        grad[b, t + 1] += step
+        grad[b, t] -= step
+    return grad
+
+
+def coherence_mask() -> np.ndarray:
+    """Rows: full, right-padded, with holes, with one unmasked step (no pair)."""
+    return np.array(
+        [
+            [1, 1, 1, 1, 1, 1],
+            [1, 1, 1, 1, 0, 0],
+            [1, 0, 1, 1, 0, 1],
+            [0, 0, 1, 0, 0, 0],
+        ],
+        bool,
+    )
+
+
+def test_temporal_coherence_value_matches_numpy(rng):
+    """beta * mean over consecutive pairs (and the batch) of ||h_t - h_{t-1}||^2;
+    with a mask, over the pairs of two unmasked steps; 0 with none; at least
+    float32."""
+    h = rng.normal(size=(4, 6, 5)).astype("float32")
+    mask = coherence_mask()
+    np.testing.assert_allclose(temporal_coherence(h, 0.7), numpy_coherence(h, 0.7), rtol=1e-5)
+    np.testing.assert_allclose(
+        temporal_coherence(h, 0.7, mask), numpy_coherence(h, 0.7, mask), rtol=1e-5
+    )
+    assert coherence_pairs(h, mask).sum() == 5 + 3 + 1  # the holes leave pairs out
+    np.testing.assert_array_equal(temporal_coherence(h, 0.7, np.zeros((4, 6), bool)), 0.0)
+    np.testing.assert_array_equal(temporal_coherence(h, 0.7, mask[3:].repeat(4, 0)), 0.0)
+    np.testing.assert_array_equal(temporal_coherence(h[:, :1], 0.7), 0.0)  # one step: no pair
+    assert temporal_coherence(h.astype("float16"), 1.0).dtype == "float32"
+    h64 = h.astype("float64")
+    assert temporal_coherence(h64, 1.0).dtype == "float64"
+    np.testing.assert_allclose(temporal_coherence(h64, 1.0, mask), numpy_coherence(h, 1.0, mask))
+
+
+@pytest.mark.parametrize("masked", ["none", "holes", "all"])
+def test_temporal_coherence_gradient_matches_numpy(masked, rng):
+    h = rng.normal(size=(4, 6, 5)).astype("float64")
+    mask = {"none": None, "holes": coherence_mask(), "all": np.zeros((4, 6), bool)}[masked]
+    variable = tf.Variable(h)
+    with tf.GradientTape() as tape:
+        penalty = temporal_coherence(variable, 1.5, mask)
+    grad = tape.gradient(penalty, variable).numpy()
+    assert np.all(np.isfinite(grad))
+    np.testing.assert_allclose(grad, numpy_coherence_gradient(h, 1.5, mask), atol=1e-12)
+    assert (np.abs(grad).max() > 0) == (masked != "all")
+
+
+def test_temporal_coherence_layer_adds_one_loss_that_fit_minimizes(rng):
+    """Under a GRU (return_sequences=True) behind a Masking layer, the layer
+    returns its input, adds one loss (the function's value with the mask) and
+    model.fit lowers it."""
+    x = rng.normal(size=(4, 6, 3)).astype("float32")
+    x[1, 4:] = 0.0  # padding: masked by keras.layers.Masking
+    x[3, 2:] = 0.0
+    mask = np.any(x != 0, axis=-1)
+    keras.utils.set_random_seed(SEED)
+    model = keras.Sequential(
+        [
+            keras.Input((6, 3)),
+            keras.layers.Masking(0.0),
+            krc.GRU(5, return_sequences=True),
+            TemporalCoherence(beta=2.0),
+        ]
+    )
+    outputs = model(x)
+    np.testing.assert_array_equal(model.layers[-1](outputs), outputs)
+    model(x)
+    assert len(model.losses) == 1
+    expected = temporal_coherence(outputs, 2.0, mask)
+    np.testing.assert_allclose(model.losses[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(expected, numpy_coherence(np.asarray(outputs), 2.0, mask), rtol=1e-5)
+    before = model.get_weights()
+    model.compile(keras.optimizers.SGD(0.5))
+    history = model.fit(x, epochs=2, batch_size=4, verbose=0).history["loss"]
+    assert np.all(np.isfinite(history))
+    np.testing.assert_allclose(history[0], expected, rtol=1e-5)
+    assert history[1] < history[0]
+    assert any(not np.allclose(a, b) for a, b in zip(before, model.get_weights()))
+
+
+def test_temporal_coherence_keras_file_round_trip_keeps_beta(tmp_path, rng):
+    layer = TemporalCoherence(0.25)
+    assert TemporalCoherence.from_config(layer.get_config()).get_config() == layer.get_config()
+    model = keras.Sequential([keras.Input((4, 2)), krc.GRU(3, return_sequences=True), layer])
+    path = str(tmp_path / "coherence.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert type(loaded.layers[-1]) is TemporalCoherence and loaded.layers[-1].beta == 0.25
+    x = rng.normal(size=(2, 4, 2)).astype("float32")
+    np.testing.assert_allclose(loaded(x), model(x), rtol=1e-6)
+    np.testing.assert_allclose(loaded.losses[0], model.losses[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("beta", [-0.5, "0.5", True, None, float("nan")])
+def test_temporal_coherence_bad_beta_raises(beta):
+    for build in (
+        lambda: TemporalCoherence(beta),
+        lambda: temporal_coherence(np.ones((2, 3, 1)), beta),
+    ):
+        with pytest.raises(ValueError, match="Argument `beta` must be a float >= 0"):
+            build()
+
+
+def test_temporal_coherence_bad_rank_raises():
+    with pytest.raises(ValueError, match="`hidden_sequence` must be of rank 3"):
+        TemporalCoherence(1.0)(np.ones((2, 3), "float32"))
 
 
 # -- serialization and arguments -------------------------------------------------
