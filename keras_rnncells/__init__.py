@@ -1,12 +1,13 @@
 """keras_rnncells: the recurrent cells of the literature for Keras 3, fast.
 
 The public API (``keras_rnncells._api``): every cell (``keras_rnncells.cells``),
-the ``RNN`` layer and the named layers (``keras_rnncells.layers``), MuFuRU's
-operation registry and the norm-stabilizer penalty; encoder-decoders
-(``keras_rnncells.seq2seq``), in-graph tokenizers (``keras_rnncells.text``)
-and the applications (``keras_rnncells.apps``) as subpackages, imported here
-so that every ``.keras`` file of the package loads after ``import
-keras_rnncells`` (their classes register with Keras as they are imported).
+the ``RNN`` layer, the named layers and word dropout (``keras_rnncells.layers``),
+MuFuRU's operation registry and the norm-stabilizer and temporal-coherence
+penalties; encoder-decoders (``keras_rnncells.seq2seq``), in-graph tokenizers
+(``keras_rnncells.text``) and the applications (``keras_rnncells.apps``) as
+subpackages, imported here so that every ``.keras`` file of the package loads
+after ``import keras_rnncells`` (their classes register with Keras as they are
+imported).
 
 Only the ``rnncells`` command (its console script, or ``python -m
 keras_rnncells.cli``) imports the API on first use instead (PEP 562

@@ -1,15 +1,21 @@
 """The public API, as ``keras_rnncells`` holds it (see its docstring): every
-cell (``keras_rnncells.cells``), the ``RNN`` layer and the named layers
-(``keras_rnncells.layers``), MuFuRU's operation registry and the
-norm-stabilizer penalty; encoder-decoders (``keras_rnncells.seq2seq``),
-in-graph tokenizers (``keras_rnncells.text``) and the applications
-(``keras_rnncells.apps``, whose model classes Keras then knows) as subpackages."""
+cell (``keras_rnncells.cells``), the ``RNN`` layer, the named layers and
+word dropout (``keras_rnncells.layers``), MuFuRU's operation registry and the
+norm-stabilizer and temporal-coherence penalties; encoder-decoders
+(``keras_rnncells.seq2seq``), in-graph tokenizers (``keras_rnncells.text``)
+and the applications (``keras_rnncells.apps``, whose model classes Keras then
+knows) as subpackages."""
 
 from keras_rnncells import apps, cells, layers, seq2seq, text
 from keras_rnncells.cells import *  # noqa: F403 (names listed in cells.__all__)
 from keras_rnncells.cells.mufuru import register_operation
 from keras_rnncells.layers import *  # noqa: F403 (names listed in layers.__all__)
-from keras_rnncells.regularizers import NormStabilizer, norm_stabilizer
+from keras_rnncells.regularizers import (
+    NormStabilizer,
+    TemporalCoherence,
+    norm_stabilizer,
+    temporal_coherence,
+)
 
 # The applications' model classes register with Keras when their modules are
 # imported: load_apps imports every one listed (keras_rnncells.defaults.APPS),
@@ -20,9 +26,11 @@ __all__ = [
     *cells.__all__,
     *layers.__all__,
     "NormStabilizer",
+    "TemporalCoherence",
     "apps",
     "norm_stabilizer",
     "register_operation",
     "seq2seq",
+    "temporal_coherence",
     "text",
 ]

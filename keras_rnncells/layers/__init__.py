@@ -1,4 +1,4 @@
-"""The RNN layer with its execution paths, and the named layers."""
+"""The RNN layer with its execution paths, the named layers, the wrappers and word dropout."""
 
 from keras_rnncells.layers.named import (
     CIFGLSTM,
@@ -26,6 +26,7 @@ from keras_rnncells.layers.named import (
     SimpleRNN,
 )
 from keras_rnncells.layers.rnn import IMPLEMENTATIONS, RNN, compiled_inference, portable
+from keras_rnncells.layers.word_dropout import WordDropout
 from keras_rnncells.layers.wrappers import CellWrapper, Zoneout
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "MuFuRU",
     "PeepholeLSTM",
     "SimpleRNN",
+    "WordDropout",
     "Zoneout",
     "compiled_inference",
     "portable",
