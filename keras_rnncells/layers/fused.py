@@ -201,13 +201,14 @@ def columns_of(tensor: tf.Tensor, part: Part) -> tf.Tensor:
     return tensor[..., part.start : part.stop]
 
 
-def probe_step(cell, template, px, states, recurrent_mask, training):
+def probe_step(cell, template, px, states, recurrent_mask, training, parts):
     """One step traced on ``px`` and ``states`` (zeros shaped as one step) to
-    find its recurrent matmuls: returns the recorder that saw them and each
-    one's `matmul_parts`."""
+    find its recurrent matmuls: returns the recorder that saw them and, if
+    ``parts``, each one's `matmul_parts` (a graph is needed: the portable loop
+    also runs eagerly, without them)."""
     with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
         cell.step(packed(template, px), list(states), training)
-    return probe, [matmul_parts(output, px) for output in probe.outputs]
+    return probe, [matmul_parts(output, px) for output in probe.outputs] if parts else []
 
 
 def sharing(parts: list, count: int) -> list:
@@ -261,7 +262,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape) for x in tensors]
 
     probe_px = [first_step(p) for p in projected]
-    probe, parts = probe_step(cell, template, probe_px, states, recurrent_mask, training)
+    probe, parts = probe_step(cell, template, probe_px, states, recurrent_mask, training, record)
     aliases = state_aliases(probe.inputs, list(states))
     shared, saved_parts = sharing(parts, len(projected)), unshared(parts)
 
@@ -359,7 +360,9 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
 
     probe_states = [first_step(s) for s in saved_states]
     probe_px = [first_step(r) for r in replay_inputs]
-    probe, parts = probe_step(cell, template, probe_px, probe_states, recurrent_mask, training)
+    probe, parts = probe_step(
+        cell, template, probe_px, probe_states, recurrent_mask, training, True
+    )
     stored = unshared(parts)  # the loop stores these parts' gradients
     unaliased = iter(matmul_inputs)
     matmul_inputs = [
