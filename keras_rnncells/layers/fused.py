@@ -35,6 +35,7 @@ XLA-compiled loop must be computed by a function of our own.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -176,22 +177,65 @@ def added_to(tensor: tf.Tensor, projected: list) -> int | None:
     return matches[0] if matches and same_shape else None
 
 
+def column_slice(op: tf.Operation, width: int) -> tuple[int, int] | None:
+    """The columns ``(start, stop)`` a ``StridedSlice`` takes of a tensor of
+    ``width`` columns, all of every other axis; None for any other op or slice."""
+    if op.type != "StridedSlice" or any(
+        op.get_attr(mask) for mask in ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+    ):
+        return None
+    begin, end, strides = (tf.get_static_value(tensor) for tensor in op.inputs[1:])
+    if begin is None or end is None or strides is None or set(strides.tolist()) != {1}:
+        return None
+    last = 1 << (len(begin) - 1)
+    whole = last - 1  # the bits of every other axis
+    if op.get_attr("begin_mask") & whole != whole or op.get_attr("end_mask") & whole != whole:
+        return None
+    start = 0 if op.get_attr("begin_mask") & last else int(begin[-1]) % width
+    stop = width if op.get_attr("end_mask") & last else int(end[-1])
+    stop = min(stop + width if stop < 0 else stop, width)
+    return (start, stop) if start < stop else None
+
+
+def column_pieces(tensor: tf.Tensor) -> list | None:
+    """``tensor``'s uses when they take disjoint column ranges of it (one
+    ``Split`` on the last axis, or ``StridedSlice`` ops): ``(start, stop,
+    piece)`` in column order, or None."""
+    width, consumers = tensor.shape[-1], tensor.consumers()
+    if len(consumers) == 1 and consumers[0].type in ("Split", "SplitV"):
+        op = consumers[0]
+        axis = tf.get_static_value(op.inputs[0] if op.type == "Split" else op.inputs[2])
+        if axis is None or int(axis) not in (-1, tensor.shape.rank - 1):
+            return None
+        bounds = np.cumsum([0] + [piece.shape[-1] for piece in op.outputs]).tolist()
+        return list(zip(bounds, bounds[1:], op.outputs))
+    ranges = [column_slice(op, width) for op in consumers]
+    if not consumers or None in ranges:
+        return None
+    pieces = sorted((*columns, op.outputs[0]) for columns, op in zip(ranges, consumers))
+    if any(after[0] < before[1] for before, after in itertools.pairwise(pieces)):
+        return None  # overlapping slices
+    return pieces
+
+
 def matmul_parts(output: tf.Tensor, projected: list) -> list[Part]:
     """How the step uses a recurrent matmul's ``output`` (traced in a graph):
-    the column parts it splits it into along the last axis (one part if it
-    does not), each with the projected input it is only added to, if any. The
-    backward pass stores no gradient for such a part: it is that input's."""
+    the column parts it splits or slices it into (one part if it does not),
+    in column order and covering every column, each with the projected input
+    it is only added to, if any. The backward pass stores no gradient for such
+    a part: it is that input's."""
+    width = output.shape[-1]
     shared = added_to(output, projected)
-    op = sole_consumer(past_biases(output))
-    if shared is None and op is not None and op.type in ("Split", "SplitV"):
-        axis = tf.get_static_value(op.inputs[0] if op.type == "Split" else op.inputs[2])
-        if axis is not None and int(axis) in (-1, output.shape.rank - 1):
-            bounds = np.cumsum([0] + [piece.shape[-1] for piece in op.outputs])
-            return [
-                Part(int(start), int(stop), added_to(piece, projected))
-                for start, stop, piece in zip(bounds, bounds[1:], op.outputs)
-            ]
-    return [Part(0, output.shape[-1], shared)]
+    pieces = None if shared is not None else column_pieces(past_biases(output))
+    if pieces is None:
+        return [Part(0, width, shared)]
+    parts, covered = [], 0
+    for start, stop, piece in pieces:
+        if start > covered:  # columns no op reads: their gradient is zero, stored all the same
+            parts.append(Part(covered, start, None))
+        parts.append(Part(start, stop, added_to(piece, projected)))
+        covered = stop
+    return parts + ([Part(covered, width, None)] if covered < width else [])
 
 
 def columns_of(tensor: tf.Tensor, part: Part) -> tf.Tensor:

@@ -83,13 +83,15 @@ class SeedRestorer:
         ("lstm", {"layer_norm": True}),
         ("lstm", {"use_bias": False}),
         ("mgu", {"reset_after": True}),
+        ("mufuru", {"controller_units": 4}),
     ],
 )
 def test_fused_equals_generic_with_cell_options(name, options, sequences, mask, rng, helpers):
     """The fused backward pass takes a recurrent matmul's gradient from the
     projected input it is added to where the step's graph shows that the two
     are the same (``fused.matmul_parts``): other forms of the same cells, where
-    a bias, a layer norm or a reset gate comes in between, still agree."""
+    a bias, a layer norm, a reset gate or a controller comes in between, still
+    agree."""
     sequences = sequences.astype("float64")
     kwargs = {"return_sequences": True, "return_state": True}
     fused, generic = fused_and_generic(name, sequences, rng, helpers, "float64", options, **kwargs)
