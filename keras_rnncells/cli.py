@@ -72,6 +72,17 @@ def integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, received {text!r}") from None
 
 
+def rate(text: str) -> float:
+    """An argparse type: a probability in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a rate in [0, 1), received {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -180,6 +191,13 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layers", type=positive_int, help="data tasks: stacked recurrent layers")
     parser.add_argument(
         "--dataset", choices=("sst2", "imdb"), help="sentiment: sst2 (default) or imdb"
+    )
+    parser.add_argument(
+        "--word-dropout",
+        type=rate,
+        metavar="RATE",
+        help="sentiment: in training, each word piece becomes [UNK] with this probability "
+        "(word dropout, Iyyer et al. 2015; default 0)",
     )
     run_arguments(parser)
     parser.add_argument(

@@ -42,6 +42,7 @@ SETTING_CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "cell": lambda name, value: check_choice(name, value, list_cells()),
     "cell_options": check_mapping,
     "dropout": check_rate,
+    "word_dropout": check_rate,
     "learning_rate": lambda name, value: check_float(name, value, "(0, inf)"),
     "test_fraction": lambda name, value: check_float(name, value, "(0, 1)"),
 }

@@ -33,8 +33,10 @@ from keras_rnncells.export.servable import (
     served_ids,
     traced,
 )
+from keras_rnncells.layers.word_dropout import WordDropout
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordPieceTokenizer
+from keras_rnncells.text.vocabulary import UNK_ID
 from keras_rnncells.training import finish_run, fit_run, run_directory, settings_from_arguments
 
 LABELS = ("negative", "positive")
@@ -52,6 +54,10 @@ class SentimentClassifier(TokenizerModel):
     sequence lengths instead of one per batch. ``max_length`` keeps the first
     tokens of longer texts. An empty text is an empty (fully masked) sequence,
     whose encoding is zero: it gets the output layer's bias alone.
+
+    ``word_dropout``: in training, each word piece becomes ``[UNK]`` with this
+    probability (`keras_rnncells.WordDropout`, Iyyer et al. 2015); 0 adds no
+    layer.
     """
 
     tokenizer_class = WordPieceTokenizer
@@ -67,9 +73,16 @@ class SentimentClassifier(TokenizerModel):
         dropout: float = 0.3,
         pad_to_multiple: int = 16,
         cell_options: dict | None = None,
+        word_dropout: float = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(tokenizer, **kwargs)
+        self.word_dropout_rate = check_rate("word_dropout", word_dropout)
+        self.word_dropout = None
+        if self.word_dropout_rate:
+            self.word_dropout = WordDropout(
+                self.word_dropout_rate, mode="unknown", unknown_id=UNK_ID, name="word_dropout"
+            )
         self.pad_to_multiple = check_positive_int("pad_to_multiple", pad_to_multiple)
         self.encoder = Encoder(
             tokenizer.vocabulary_size,
@@ -100,6 +113,8 @@ class SentimentClassifier(TokenizerModel):
         return padded_ids(ids, self.tokenizer.max_length, self.pad_to_multiple)
 
     def logits_from_ids(self, token_ids, training=None):
+        if self.word_dropout is not None:
+            token_ids = self.word_dropout(token_ids, training=training)
         _, summary, _ = self.encoder(token_ids, training=training)
         return self.head(self.dropout(summary, training=training))
 
@@ -121,6 +136,7 @@ class SentimentClassifier(TokenizerModel):
             "dropout": self.dropout_rate,
             "pad_to_multiple": self.pad_to_multiple,
             "cell_options": encoder.cell_options,
+            "word_dropout": self.word_dropout_rate,
         }
 
 
@@ -186,6 +202,7 @@ class SentimentSettings:
     embedding_dim: int = 128
     bidirectional: bool = True
     dropout: float = 0.3
+    word_dropout: float = 0.0
     learning_rate: float = 2e-3
     max_tokens: int = 400  # IMDB reviews keep their first 400 word pieces
     cell_options: dict = field(default_factory=dict)
@@ -252,6 +269,7 @@ def train_sentiment(
             settings.bidirectional,
             dropout=settings.dropout,
             cell_options=settings.cell_options,
+            word_dropout=settings.word_dropout,
         )
         model.compile(
             keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
@@ -285,7 +303,10 @@ def train_sentiment(
 def train_from_arguments(args: Any) -> None:
     """``rnncells train sentiment``: the run, then its results and samples."""
     settings = settings_from_arguments(
-        SentimentSettings, args, dataset=getattr(args, "dataset", None)
+        SentimentSettings,
+        args,
+        dataset=getattr(args, "dataset", None),
+        word_dropout=getattr(args, "word_dropout", None),
     )
     results = train_sentiment(args.out, settings, overwrite=args.overwrite)
     print(

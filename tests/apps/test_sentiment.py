@@ -11,6 +11,7 @@ from keras_rnncells.apps import servable_for
 from keras_rnncells.apps.sentiment import SentimentClassifier
 from keras_rnncells.cli import main
 from keras_rnncells.text import WordPieceTokenizer
+from keras_rnncells.text.vocabulary import PAD_ID, UNK_ID
 
 CORPUS = ["a wonderful , moving film", "a dull and lifeless film", "wonderful acting", "so dull"]
 
@@ -59,12 +60,42 @@ def test_bad_arguments(model):
         servable_for(keras.Sequential())
 
 
+def test_word_dropout_makes_word_pieces_unknown_in_training_only(model, tmp_path):
+    dropping = SentimentClassifier(
+        model.tokenizer, cell="mgu", units=4, embedding_dim=4, pad_to_multiple=8, word_dropout=0.5
+    )
+    texts = tf.constant(["a wonderful , moving film " * 20, "so dull", ""])
+    ids = np.asarray(dropping.token_ids(texts))
+    dropped = np.asarray(dropping.word_dropout(ids, training=True))
+    changed = dropped != ids
+    assert np.all(dropped[changed] == UNK_ID) and np.all(dropped[ids == PAD_ID] == PAD_ID)
+    assert 0.3 < changed.sum() / (ids != PAD_ID).sum() < 0.7  # 100+ draws at rate 0.5
+    np.testing.assert_array_equal(dropping.word_dropout(ids, training=False), ids)
+    probabilities = np.asarray(dropping.predict_proba(texts))
+    dropping.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    assert loaded.get_config()["word_dropout"] == 0.5 and model.word_dropout is None
+    np.testing.assert_allclose(loaded.predict_proba(texts), probabilities, rtol=1e-6)
+    served = servable_for(loaded).serve(text=texts)["probability"]
+    np.testing.assert_allclose(served, probabilities, rtol=1e-6)
+    with pytest.raises(ValueError, match="`word_dropout`"):
+        SentimentClassifier(model.tokenizer, word_dropout=1.0)
+
+
+def test_word_dropout_flag_takes_a_rate(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "sentiment", "--word-dropout", "1.5", "--out", str(tmp_path / "run")])
+    assert exit_info.value.code == 2
+    assert "--word-dropout: expected a rate in [0, 1), received '1.5'" in capsys.readouterr().err
+
+
 def test_train_command_on_sst2(require_data, tmp_path):
     require_data("sst2")
     out = tmp_path / "run"
-    arguments = "train sentiment --epochs 1 --units 16 --limit 8000 --out".split()
-    main([*arguments, str(out)])
+    arguments = "train sentiment --epochs 1 --units 16 --limit 8000 --word-dropout 0.1 --out"
+    main([*arguments.split(), str(out)])
     results = json.loads((out / "results.json").read_text())
+    assert results["settings"]["word_dropout"] == 0.1
     assert results["test_examples"] == 1821  # stsa.binary.test
     assert 0.55 < results["test_accuracy"] <= 1.0  # chance is 0.5 on this balanced set
     loaded = keras.saving.load_model(out / "model.keras")
