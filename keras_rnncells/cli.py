@@ -196,8 +196,9 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         "--word-dropout",
         type=rate,
         metavar="RATE",
-        help="sentiment: in training, each word piece becomes [UNK] with this probability "
-        "(word dropout, Iyyer et al. 2015; default 0)",
+        help="sentiment: in training, each word piece becomes [UNK] with this probability; "
+        "token tasks: each token's embedding becomes zero (word dropout, Iyyer et al. 2015; "
+        "default 0)",
     )
     run_arguments(parser)
     parser.add_argument(
@@ -283,7 +284,17 @@ SETTING_FLAGS = {
     "train_size": "--limit",
     **{
         name: "--" + name.replace("_", "-")
-        for name in ("cell", "units", "layers", "dataset", "epochs", "batch_size", "seed", "limit")
+        for name in (
+            "cell",
+            "units",
+            "layers",
+            "dataset",
+            "epochs",
+            "batch_size",
+            "seed",
+            "limit",
+            "word_dropout",
+        )
     },
 }
 

@@ -64,6 +64,7 @@ class Settings:
     layers: int = 1
     embedding_dim: int = 64  # token tasks only
     dropout: float = 0.0  # on the recurrent layers' inputs and on the head's input
+    word_dropout: float = 0.0  # token tasks: a token's embedding is zeroed with this probability
     # None: no averaging; else the optimizer keeps an exponential moving average
     # of the weights with this momentum, used for validation, test and the saved model
     ema_momentum: float | None = None

@@ -31,7 +31,7 @@ from keras_rnncells.checks import check_positive_int, check_rate
 from keras_rnncells.data import Task, load_task, task_options
 from keras_rnncells.defaults import TASK_DEFAULTS, Settings, TaskDefaults
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
-from keras_rnncells.layers import RNN
+from keras_rnncells.layers import RNN, WordDropout
 from keras_rnncells.locks import run_lock
 from keras_rnncells.training import (
     finish_run,
@@ -66,6 +66,7 @@ def task_settings(task: str, **overrides: Any) -> Settings:
         check_positive_int("limit", settings.limit)
     if settings.ema_momentum is not None:
         check_rate("ema_momentum", settings.ema_momentum)
+    check_rate("word_dropout", settings.word_dropout)
     return settings
 
 
@@ -82,6 +83,7 @@ def build_model(
     optimizer: str = "adam",
     clipnorm: float | None = 1.0,
     dropout: float = 0.0,
+    word_dropout: float = 0.0,
     ema_momentum: float | None = None,
 ) -> keras.Model:
     """A compiled model for ``task``: ``layers`` recurrent layers of ``cell``
@@ -89,7 +91,9 @@ def build_model(
     concatenated) on an ``Embedding(mask_zero=True)`` of the tokens, or on
     the features themselves (not masked: zero vectors are data there), then
     the head of ``task.kind``; ``dropout`` (a `keras.layers.Dropout` rate) on
-    the input of every recurrent layer and of the head; ``ema_momentum``: the
+    the input of every recurrent layer and of the head; ``word_dropout``
+    (token tasks): in training, a token's embedding becomes zero with this
+    probability (`keras_rnncells.WordDropout`, mode "zero"); ``ema_momentum``: the
     optimizer keeps an exponential moving average of the weights (Polyak
     averaging), which replaces them at the end of `fit`:
 
@@ -101,11 +105,19 @@ def build_model(
     """
     cell_class = get_cell(cell)
     check_positive_int("layers", layers)
+    word_dropout = check_rate("word_dropout", word_dropout)
     if task.vocabulary_size is not None:
         inputs = keras.Input((None,), dtype="int32", name="tokens")
         x = keras.layers.Embedding(
             task.vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
         )(inputs)
+        if word_dropout:
+            x = WordDropout(word_dropout, mode="zero", name="word_dropout")(x)
+    elif word_dropout:
+        raise ValueError(
+            f"Argument `word_dropout` applies to token tasks; task {task.name!r} reads "
+            f"features, received: {word_dropout}"
+        )
     else:
         inputs = keras.Input((None, task.input_dim), name="features")
         x = inputs
@@ -185,6 +197,8 @@ def reproduce_command(task: str, run_dir: Path, settings: Settings) -> str:
         words += ["--layers", str(settings.layers)]
     if settings.limit is not None:
         words += ["--limit", str(settings.limit)]
+    if settings.word_dropout:
+        words += ["--word-dropout", str(settings.word_dropout)]
     return shlex.join([*words, "--out", str(run_dir)])
 
 
@@ -201,6 +215,7 @@ def train_task(
     strategy: str | tf.distribute.Strategy = "none",
     layers: int | None = None,
     overwrite: bool = False,
+    word_dropout: float | None = None,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
     the test split, write the run directory (see the module); returns the
@@ -219,6 +234,7 @@ def train_task(
         seed=seed,
         limit=limit,
         layers=layers,
+        word_dropout=word_dropout,
     )
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
@@ -250,6 +266,7 @@ def train_settings(
         "learning_rate",
         "optimizer",
         "dropout",
+        "word_dropout",
         "ema_momentum",
     )
     with strategy.scope():  # variables mirrored on every replica
@@ -485,7 +502,7 @@ def plot_against_units(comparison: dict[str, Any], run_dir: Path) -> dict[str, s
 # -- the command line -----------------------------------------------------------------
 def train_from_arguments(args: Any) -> None:
     """``rnncells train TASK``: the run, then its test metric."""
-    options = ("cell", "units", "epochs", "batch_size", "seed", "limit", "layers")
+    options = ("cell", "units", "epochs", "batch_size", "seed", "limit", "layers", "word_dropout")
     results = train_task(
         args.name,
         args.out,

@@ -204,3 +204,37 @@ def test_ema_momentum_validates_tests_and_saves_the_averaged_weights(tmp_path, e
 def test_ema_momentum_is_checked():
     with pytest.raises(ValueError, match="`ema_momentum` must be"):
         task_settings("sst2", ema_momentum=1.0)
+
+
+def test_word_dropout_on_a_token_task(tmp_path):
+    out = tmp_path / "logic"
+    main(
+        [
+            "train",
+            "logic",
+            "--cell",
+            "gru",
+            "--units",
+            "3",
+            *TINY,
+            "--word-dropout",
+            "0.5",
+            "--out",
+            str(out),
+        ]
+    )
+    results = read_results(out)
+    assert results["settings"]["word_dropout"] == 0.5
+    assert "--word-dropout 0.5" in results["command"]
+    check_reloaded_model(results, out, "accuracy")  # inference: the layer is the identity
+    model = keras.saving.load_model(out / "model.keras")
+    layer = model.get_layer("word_dropout")
+    embedded = np.ones((64, 20, 3), "float32")
+    dropped = np.asarray(layer(embedded, training=True))
+    zeroed = np.all(dropped == 0, axis=-1)
+    assert np.all(zeroed | np.all(dropped == 1, axis=-1))  # whole embeddings dropped
+    assert 0.4 < zeroed.mean() < 0.6  # 1280 tokens at rate 0.5
+    with pytest.raises(ValueError, match="`word_dropout`"):
+        task_settings("logic", word_dropout=1.0)
+    with pytest.raises(ValueError, match="`word_dropout` applies to token tasks"):
+        build_model(load_task("adding", batch_size=4, train_size=8), "gru", 2, word_dropout=0.1)
