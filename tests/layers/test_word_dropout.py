@@ -92,17 +92,22 @@ def test_unknown_mode_keeps_masked_steps_and_passes_the_mask(rng):
     np.testing.assert_array_equal(layer.compute_mask(ids, mask), mask)
 
 
+def dropped_in_training(mode, rate, x, with_mask, rng):
+    """``WordDropout(rate, mode)`` over vectors ``x`` in training, with a mask
+    with holes or none: ``(outputs, dropped steps, present steps)``."""
+    mask = holes_mask(rng, *x.shape[:2]) if with_mask else None
+    present = np.ones(x.shape[:2], bool) if mask is None else mask
+    outputs = np.asarray(WordDropout(rate, mode=mode, seed=SEED)(x, training=True, mask=mask))
+    return outputs, replaced_steps(outputs, x), present
+
+
 @pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "mask"])
 def test_zero_mode_drops_whole_vectors_at_rate(with_mask, rng):
     """Each token's vector is whole or all zeros (never single features), a
     fraction `rate` of the unmasked ones zeroed; masked steps are kept.
     ~14,000 (mask) to 20,000 draws: std < 0.0042, tolerance 0.025 (6 std)."""
     x = vectors(rng, 400, 50, 4)
-    mask = holes_mask(rng, 400, 50) if with_mask else None
-    present = np.ones(x.shape[:2], bool) if mask is None else mask
-    layer = WordDropout(0.4, mode="zero", seed=SEED)
-    outputs = np.asarray(layer(x, training=True, mask=mask))
-    dropped = replaced_steps(outputs, x)
+    outputs, dropped, present = dropped_in_training("zero", 0.4, x, with_mask, rng)
     np.testing.assert_array_equal(outputs[dropped], 0.0)
     np.testing.assert_array_equal(outputs[~dropped], x[~dropped])
     assert not np.any(dropped[~present])
@@ -115,11 +120,7 @@ def test_mean_mode_replaces_whole_vectors_by_the_sequence_mean(with_mask, rng):
     (before any drop), checked against numpy; the others are unchanged, masked
     steps (and the fully masked last row) are kept."""
     x = vectors(rng, 12, 9, 5)
-    mask = holes_mask(rng, 12, 9) if with_mask else None
-    present = np.ones(x.shape[:2], bool) if mask is None else mask
-    layer = WordDropout(0.5, mode="mean", seed=SEED)
-    outputs = np.asarray(layer(x, training=True, mask=mask))
-    dropped = replaced_steps(outputs, x)
+    outputs, dropped, present = dropped_in_training("mean", 0.5, x, with_mask, rng)
     assert dropped.sum() > 10 and not np.any(dropped[~present])
     means = np.broadcast_to(numpy_means(x, present), x.shape)
     np.testing.assert_allclose(outputs[dropped], means[dropped], rtol=1e-6, atol=1e-7)
