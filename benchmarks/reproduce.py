@@ -229,6 +229,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             "The sst2 task's defaults otherwise (the SST-2 experiment above), dropout 0.5 "
             "included; word dropout zeroes a token's whole embedding (`WordDropout`, mode "
             '"zero"), the rate 0.3 chosen before the runs and not tuned.',
+            "These four runs shared the 2 cores with other work, so their seconds per epoch "
+            "are not comparable with each other or with the table above.",
         ),
     ),
     Experiment(
