@@ -373,6 +373,30 @@ def compare_run(args: argparse.Namespace) -> None:
     print(f"Runs and compare.json in {args.out}")
 
 
+# -- rnncells inspect ---------------------------------------------------------------
+def inspect_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "run_dir", metavar="MODEL", help="a run directory written by `rnncells train sentiment`"
+    )
+    parser.add_argument(
+        "--text",
+        action="append",
+        help="a text to show one by one (repeat the flag for more; default: the first test texts)",
+    )
+
+
+def inspect_command(args: argparse.Namespace) -> None:
+    from keras_rnncells.analysis.inspect import inspect_run
+
+    written = inspect_run(args.run_dir, args.text)
+    note = written.pop("note", None)
+    print(f"Views of {args.run_dir} written:")
+    for path in written.values():
+        print(f"  {path}")
+    if note is not None:
+        print(f"No PNGs: {note}")
+
+
 # -- rnncells export ----------------------------------------------------------------
 def export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -496,6 +520,13 @@ COMMANDS: dict[str, Command] = {
         export_arguments,
         export_command,
         read_key_file,
+        anticipated=(ValueError,),
+    ),
+    "inspect": Command(
+        "write the analysis views of a trained run into RUN_DIR/inspect/ (sentiment runs: "
+        "omission scores per word piece)",
+        inspect_arguments,
+        inspect_command,
         anticipated=(ValueError,),
     ),
     "verify": Command(
