@@ -191,9 +191,9 @@ def column_slice(op: tf.Operation, width: int) -> tuple[int, int] | None:
     whole = last - 1  # the bits of every other axis
     if op.get_attr("begin_mask") & whole != whole or op.get_attr("end_mask") & whole != whole:
         return None
-    start = 0 if op.get_attr("begin_mask") & last else int(begin[-1]) % width
+    start = 0 if op.get_attr("begin_mask") & last else int(begin[-1])
     stop = width if op.get_attr("end_mask") & last else int(end[-1])
-    stop = min(stop + width if stop < 0 else stop, width)
+    start, stop = (min(max(i + width if i < 0 else i, 0), width) for i in (start, stop))
     return (start, stop) if start < stop else None
 
 
