@@ -523,8 +523,8 @@ COMMANDS: dict[str, Command] = {
         anticipated=(ValueError,),
     ),
     "inspect": Command(
-        "write the analysis views of a trained run into RUN_DIR/inspect/ (sentiment runs: "
-        "omission scores per word piece)",
+        "write the analysis views of a run directory MODEL into MODEL/inspect/ (sentiment "
+        "runs: omission scores per word piece)",
         inspect_arguments,
         inspect_command,
         anticipated=(ValueError,),
