@@ -376,7 +376,9 @@ def compare_run(args: argparse.Namespace) -> None:
 # -- rnncells inspect ---------------------------------------------------------------
 def inspect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "run_dir", metavar="MODEL", help="a run directory written by `rnncells train sentiment`"
+        "run_dir",
+        metavar="MODEL",
+        help="a run directory written by `rnncells train sentiment` or `rnncells train seq2seq`",
     )
     parser.add_argument(
         "--text",
@@ -524,7 +526,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "inspect": Command(
         "write the analysis views of a run directory MODEL into MODEL/inspect/ (sentiment "
-        "runs: omission scores per word piece)",
+        "and seq2seq runs: omission scores per token)",
         inspect_arguments,
         inspect_command,
         anticipated=(ValueError,),

@@ -48,7 +48,7 @@ ALLOWED: dict[str, set[str] | str] = {
         *("cells", "checks", "data", "defaults", "export", "layers"),
         *("locks", "seq2seq", "text", "training"),
     },
-    "analysis": {"apps", "checks", "data", "text", "training"},
+    "analysis": {"apps", "checks", "data", "seq2seq", "text", "training"},
 }
 # Modules kept from the ONNX implementation: the apps use the string front
 # end's contract (export.servable), never the ONNX writers.

@@ -2,10 +2,11 @@
 into ``RUN_DIR/inspect/``.
 
 Built so far: omission scores (`keras_rnncells.analysis.omission`) of the
-sentiment application's encoder, per token for a few texts (HTML and one PNG
-per text) and averaged per word piece over the run's test set (in the HTML
-and in ``omission_tokens.json``). Runs of the other applications and tasks
-are refused with an error that says so.
+encoder of the sentiment application (per word piece) and of the date
+normalizer (``rnncells train seq2seq``, per character), per token for a few
+texts (HTML and one PNG per text) and averaged per token over the run's test
+set (in the HTML and in ``omission_tokens.json``). Runs of the other
+applications and tasks are refused with an error that says so.
 """
 
 from __future__ import annotations
@@ -13,19 +14,24 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from keras_rnncells.analysis.omission import (
     mean_by_token,
     omission_scores,
     sentiment_encoder,
     sentiment_token_ids,
+    seq2seq_encoder,
+    seq2seq_token_ids,
 )
 from keras_rnncells.analysis.render import omission_html, omission_png
 from keras_rnncells.apps.runs import read_model
 from keras_rnncells.apps.sentiment import SentimentClassifier, sentiment_splits
+from keras_rnncells.data.dates import date_splits
+from keras_rnncells.seq2seq import TextSeq2Seq
 from keras_rnncells.training import write_atomically
 
 INSPECT_DIR = "inspect"
@@ -34,6 +40,35 @@ PNG_TEXTS = 5  # bar charts written: the first texts shown
 MAX_WORDS = 60  # longer texts are cut to their first words in the per-text views
 CORPUS_LIMIT = 2000  # at most this many test texts for the per-piece means (IMDB has 25,000)
 MIN_COUNT = 5  # a word piece needs this many occurrences for its mean to be listed
+
+
+class TextEncoder(NamedTuple):
+    """What the omission view needs of a run: its encoder (`omission_scores`'
+    ``encode``), its tokenization (texts to ids and tokens), its test texts and
+    a label for titles."""
+
+    encode: Callable
+    tokenize: Callable
+    test_texts: list[str]
+    label: str
+
+
+def text_encoder(model: Any, settings: dict, root: Any = None) -> TextEncoder | None:
+    """The `TextEncoder` of a run's model and settings, None if it has none."""
+    if isinstance(model, SentimentClassifier):
+        dataset = settings["dataset"]
+        texts = sentiment_splits(dataset, root)["test"][0]
+        label = f"sentiment encoder ({dataset})"
+        return TextEncoder(
+            sentiment_encoder(model), partial(sentiment_token_ids, model), texts, label
+        )
+    if isinstance(model, TextSeq2Seq):
+        sizes = (settings[name] for name in ("train_size", "test_size", "validation_size"))
+        texts = [source for source, _ in date_splits(*sizes, settings["seed"])["test"]]
+        return TextEncoder(
+            seq2seq_encoder(model), partial(seq2seq_token_ids, model), texts, "date encoder"
+        )
+    return None
 
 
 def inspect_run(
@@ -47,42 +82,35 @@ def inspect_run(
     if not run_dir.is_dir():
         raise ValueError(f"Argument `run_dir`: {run_dir} is not a run directory")
     model = read_model(run_dir)
-    if not isinstance(model, SentimentClassifier):
+    settings = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))["settings"]
+    encoder = text_encoder(model, settings, root)
+    if encoder is None:
         raise ValueError(
             f"Argument `run_dir`: {run_dir} holds a {type(model).__name__}; `rnncells inspect` "
-            "has views for sentiment runs only so far"
+            "has views for sentiment and seq2seq runs only so far"
         )
-    dataset = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))["settings"][
-        "dataset"
-    ]
-    test_texts = sentiment_splits(dataset, root)["test"][0][:CORPUS_LIMIT]
-    shown = [" ".join(text.split()[:MAX_WORDS]) for text in (texts or test_texts[:SHOWN])]
-    return write_sentiment_views(model, shown, test_texts, run_dir / INSPECT_DIR, dataset)
+    corpus = encoder.test_texts[:CORPUS_LIMIT]
+    shown = [" ".join(text.split()[:MAX_WORDS]) for text in (texts or corpus[:SHOWN])]
+    return write_omission_views(encoder, shown, corpus, run_dir / INSPECT_DIR)
 
 
-def write_sentiment_views(
-    model: SentimentClassifier,
-    shown: Sequence[str],
-    corpus: Sequence[str],
-    out: Path,
-    dataset: str,
+def write_omission_views(
+    encoder: TextEncoder, shown: Sequence[str], corpus: Sequence[str], out: Path
 ) -> dict[str, Path]:
     """Omission scores of ``shown`` (HTML, and PNGs of the first texts) and
-    the per-piece means over ``corpus``, written into ``out``."""
-    encode = sentiment_encoder(model)
-    corpus_ids, corpus_pieces = sentiment_token_ids(model, corpus)
-    means = mean_by_token(omission_scores(encode, corpus_ids), corpus_pieces, MIN_COUNT)
-    ids, pieces = sentiment_token_ids(model, shown)
-    scores = omission_scores(encode, ids)
+    the per-token means over ``corpus``, written into ``out``."""
+    corpus_ids, corpus_pieces = encoder.tokenize(corpus)
+    corpus_scores = omission_scores(encoder.encode, corpus_ids)
+    means = mean_by_token(corpus_scores, corpus_pieces, MIN_COUNT)
+    ids, pieces = encoder.tokenize(shown)
+    scores = omission_scores(encoder.encode, ids)
     written = {}
-    title = (
-        f"Omission scores of the sentiment encoder ({dataset} run), 1 − cos(h_S, h_S without w_i)"
-    )
+    title = f"Omission scores of a {encoder.label}: 1 − cos(h_S, h_S without w_i)"
     page = omission_html(pieces, scores, title, token_means=means)
     written["html"] = out / "omission.html"
     write_atomically(written["html"], lambda path: Path(path).write_text(page, encoding="utf-8"))
     tokens = {
-        "dataset": dataset,
+        "encoder": encoder.label,
         "test_texts": len(corpus),
         "min_count": MIN_COUNT,
         "tokens": [{"token": t, "mean": m, "count": c} for t, m, c in means],

@@ -37,6 +37,8 @@ __all__ = [
     "omission_scores",
     "sentiment_encoder",
     "sentiment_token_ids",
+    "seq2seq_encoder",
+    "seq2seq_token_ids",
 ]
 
 
@@ -185,14 +187,52 @@ def sentiment_token_ids(model: Any, texts: Sequence[str]) -> tuple[np.ndarray, l
     """The padded WordPiece ids ``(N, T)`` of ``texts`` (`model.token_ids`)
     and, per text, its word pieces (vocabulary entries, ``"##"`` marking a
     continuation, ``"[UNK]"`` an unknown word), one per non-padding id."""
-    if isinstance(texts, str) or not all(isinstance(text, str) for text in texts):
-        raise ValueError(
-            f"Argument `texts` must be a sequence of strings, received: {type(texts).__name__}"
-        )
+    check_texts(texts)
     ids = np.asarray(model.token_ids(tf.constant(list(texts), tf.string)))
     vocabulary = model.tokenizer.vocabulary
     pieces = [[vocabulary[i] for i in row if i != PAD_ID] for row in ids.tolist()]
     return ids, pieces
+
+
+# -- the date normalizer's encoder (keras_rnncells.seq2seq.TextSeq2Seq) ---------------
+def seq2seq_encoder(model: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """The ``encode`` of `omission_scores` for a `TextSeq2Seq`: source ids
+    ``(B, T)`` to its encoder's summary ``(B, D)`` (what the decoder's initial
+    state is made from), in inference mode."""
+    from keras_rnncells.seq2seq import TextSeq2Seq
+
+    if not isinstance(model, TextSeq2Seq):
+        raise ValueError(
+            f"Argument `model` must be a TextSeq2Seq, received: {type(model).__name__}"
+        )
+
+    @tf.function(input_signature=[tf.TensorSpec((None, None), tf.int32)])
+    def summary(token_ids: tf.Tensor) -> tf.Tensor:
+        _, h_end, _ = model.seq2seq.encoder(token_ids, training=False)
+        return h_end
+
+    return lambda token_ids: summary(tf.constant(np.asarray(token_ids, np.int32))).numpy()
+
+
+def seq2seq_token_ids(model: Any, texts: Sequence[str]) -> tuple[np.ndarray, list[list[str]]]:
+    """The padded source ids ``(N, T)`` of ``texts`` and, per text, its source
+    tokens (characters for the date normalizer), one per non-padding id."""
+    return token_ids_and_pieces(model.source_tokenizer, texts)
+
+
+def token_ids_and_pieces(tokenizer: Any, texts: Sequence[str]) -> tuple[np.ndarray, list]:
+    """``tokenizer(texts)`` as int32 ids ``(N, T)`` and each row's tokens."""
+    check_texts(texts)
+    ids = np.asarray(tokenizer(tf.constant(list(texts), tf.string)), np.int32)
+    vocabulary = tokenizer.vocabulary
+    return ids, [[vocabulary[i] for i in row if i != PAD_ID] for row in ids.tolist()]
+
+
+def check_texts(texts: Any) -> None:
+    if isinstance(texts, str) or not all(isinstance(text, str) for text in texts):
+        raise ValueError(
+            f"Argument `texts` must be a sequence of strings, received: {type(texts).__name__}"
+        )
 
 
 # -- over a corpus -------------------------------------------------------------------

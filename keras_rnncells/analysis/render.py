@@ -121,13 +121,18 @@ def background(level: float) -> str:
     return f"rgb({red}, {green}, {blue})"
 
 
+def visible(piece: str) -> str:
+    """A token as shown: a blank one (a space of a character model) as "␣"."""
+    return piece if piece.strip() else "␣" * max(len(piece), 1)
+
+
 def token_span(piece: str, score: float, highest: float) -> str:
     level = shade(score, highest)
     text = "#fff" if level >= LIGHT_TEXT_FROM else "#222"
-    tooltip = html.escape(f"{piece}: {score:.4f}")
+    tooltip = html.escape(f"{visible(piece)}: {score:.4f}")
     return (
         f'<span class="token" style="background: {background(level)}; color: {text}" '
-        f'title="{tooltip}">{html.escape(piece)}</span>'
+        f'title="{tooltip}">{html.escape(visible(piece))}</span>'
     )
 
 
@@ -150,7 +155,7 @@ def token_tables(token_means: Sequence[tuple[str, float, int]], top: int) -> str
 
 def table(caption: str, rows: Sequence[tuple[str, float, int]]) -> str:
     cells = "".join(
-        f'<tr><td>{html.escape(str(token))}</td><td class="number">{float(mean):.4f}</td>'
+        f'<tr><td>{html.escape(visible(str(token)))}</td><td class="number">{float(mean):.4f}</td>'
         f'<td class="number">{int(count)}</td></tr>'
         for token, mean, count in rows
     )
@@ -183,7 +188,7 @@ def omission_png(
     # parse_math=False: a "$" in user text is a dollar, not the start of a formula
     axes.set_xticks(
         np.arange(len(pieces)),
-        pieces,
+        [visible(piece) for piece in pieces],
         rotation=60,
         ha="right",
         rotation_mode="anchor",

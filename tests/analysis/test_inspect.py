@@ -29,7 +29,7 @@ def test_inspect_writes_the_views_of_a_fresh_sentiment_run(require_data, tmp_pat
     _, pieces = sentiment_token_ids(read_model(run), ["a <b>gripping</b> film", "dull"])
     assert [re.findall(r">([^<>]*)</span>", sentence) for sentence in sentences] == pieces
     tokens = json.loads((out / "omission_tokens.json").read_text(encoding="utf-8"))
-    assert tokens["dataset"] == "sst2" and tokens["test_texts"] == 1821
+    assert tokens["encoder"] == "sentiment encoder (sst2)" and tokens["test_texts"] == 1821
     assert tokens["tokens"] and all(entry["count"] >= 5 for entry in tokens["tokens"])
     means = [entry["mean"] for entry in tokens["tokens"]]
     assert means == sorted(means, reverse=True)
@@ -41,12 +41,30 @@ def test_inspect_writes_the_views_of_a_fresh_sentiment_run(require_data, tmp_pat
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
+def test_inspect_writes_the_views_of_a_fresh_seq2seq_run(tmp_path, capsys):
+    run = tmp_path / "dates"
+    main(["train", "seq2seq", *TINY, "--out", str(run)])
+    capsys.readouterr()
+    main(["inspect", str(run), "--text", "Nov 21, 2026"])
+    out = run / "inspect"
+    page = (out / "omission.html").read_text(encoding="utf-8")
+    sentences = re.findall(r'<p class="sentence">(.*?)</p>', page)
+    assert [re.findall(r">([^<>]*)</span>", sentence) for sentence in sentences] == [
+        ["␣" if char == " " else char for char in "Nov 21, 2026"]  # spaces shown as ␣
+    ]
+    tokens = json.loads((out / "omission_tokens.json").read_text(encoding="utf-8"))
+    settings = json.loads((run / "results.json").read_text(encoding="utf-8"))["settings"]
+    assert tokens["encoder"] == "date encoder"
+    assert tokens["test_texts"] == min(settings["test_size"], 2000)
+    assert {entry["token"] for entry in tokens["tokens"]} >= set("0123456789")
+
+
 def test_inspect_refuses_what_it_has_no_views_for(tmp_path, capsys):
     run = tmp_path / "logic"
     main([*"train logic --units 2 --epochs 1 --batch-size 4 --limit 8 --out".split(), str(run)])
     capsys.readouterr()
     for target, message in (
-        (run, "has views for sentiment runs only so far"),
+        (run, "has views for sentiment and seq2seq runs only so far"),
         (tmp_path / "nothing", "is not a run directory"),
     ):
         with pytest.raises(SystemExit):
