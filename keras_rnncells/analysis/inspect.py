@@ -38,8 +38,8 @@ INSPECT_DIR = "inspect"
 SHOWN = 10  # test texts shown one by one when no --text is given
 PNG_TEXTS = 5  # bar charts written: the first texts shown
 MAX_WORDS = 60  # longer texts are cut to their first words in the per-text views
-CORPUS_LIMIT = 2000  # at most this many test texts for the per-piece means (IMDB has 25,000)
-MIN_COUNT = 5  # a word piece needs this many occurrences for its mean to be listed
+CORPUS_LIMIT = 2000  # at most this many test texts for the per-token means (IMDB has 25,000)
+MIN_COUNT = 5  # a token needs this many occurrences for its mean to be listed
 
 
 class TextEncoder(NamedTuple):
