@@ -148,39 +148,56 @@ def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 
-# -- the sentiment classifier --------------------------------------------------------
-def sentiment_encoder(model: Any) -> Callable[[np.ndarray], np.ndarray]:
-    """The ``encode`` of `omission_scores` for a `SentimentClassifier`: ids
-    ``(B, T)`` to the encoder's summary ``(B, D)``, its ``h_end`` (the forward
-    state after the last token, joined with the backward state after the
-    first when bidirectional), in inference mode.
-
-    One ``tf.function`` traced once for int32 ``(None, None)`` ids; each batch
-    loses its all-padding columns, rounded up to the model's
-    ``pad_to_multiple`` (masked: the summary does not change)."""
-    from keras_rnncells.apps.sentiment import SentimentClassifier
-
-    if not isinstance(model, SentimentClassifier):
-        raise ValueError(
-            f"Argument `model` must be a SentimentClassifier, received: {type(model).__name__}"
-        )
+# -- the encoders of the package's models ------------------------------------------
+def encoder_summary(encoder: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """The ``encode`` of `omission_scores` for a `keras_rnncells.seq2seq.Encoder`
+    (masked, 0 = padding): ids ``(B, T)`` to its summary ``(B, D)``, in
+    inference mode. One ``tf.function`` traced once for int32 ``(None, None)``
+    ids; each batch loses its all-padding columns first (masked: the summary
+    does not change)."""
 
     @tf.function(input_signature=[tf.TensorSpec((None, None), tf.int32)])
     def summary(token_ids: tf.Tensor) -> tf.Tensor:
-        _, h_end, _ = model.encoder(token_ids, training=False)
+        _, h_end, _ = encoder(token_ids, training=False)
         return h_end
-
-    multiple = model.pad_to_multiple
 
     def encode(token_ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(token_ids, dtype=np.int32)
-        used = ids.any(axis=0)
-        longest = int(np.flatnonzero(used)[-1]) + 1 if used.any() else 1
-        width = -(-longest // multiple) * multiple
-        ids = np.pad(ids[:, :width], [(0, 0), (0, max(width - ids.shape[1], 0))])
-        return summary(tf.constant(ids)).numpy()
+        used = np.flatnonzero(ids.any(axis=0))
+        width = int(used[-1]) + 1 if used.size else 1
+        return summary(tf.constant(ids[:, :width])).numpy()
 
     return encode
+
+
+def pieces_of(ids: np.ndarray, vocabulary: Sequence[str]) -> list[list[str]]:
+    """Each row's tokens: the vocabulary entries of its non-padding ids."""
+    return [[vocabulary[i] for i in row if i != PAD_ID] for row in np.asarray(ids).tolist()]
+
+
+def check_model(model: Any, expected: type) -> None:
+    if not isinstance(model, expected):
+        raise ValueError(
+            f"Argument `model` must be a {expected.__name__}, received: {type(model).__name__}"
+        )
+
+
+def check_texts(texts: Any) -> None:
+    if isinstance(texts, str) or not all(isinstance(text, str) for text in texts):
+        raise ValueError(
+            f"Argument `texts` must be a sequence of strings, received: {type(texts).__name__}"
+        )
+
+
+# -- the sentiment classifier (keras_rnncells.apps.sentiment) -------------------------
+def sentiment_encoder(model: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """The ``encode`` of `omission_scores` for a `SentimentClassifier`: its
+    encoder's summary, ``h_end`` (the forward state after the last token,
+    joined with the backward state after the first when bidirectional)."""
+    from keras_rnncells.apps.sentiment import SentimentClassifier
+
+    check_model(model, SentimentClassifier)
+    return encoder_summary(model.encoder)
 
 
 def sentiment_token_ids(model: Any, texts: Sequence[str]) -> tuple[np.ndarray, list[list[str]]]:
@@ -189,50 +206,25 @@ def sentiment_token_ids(model: Any, texts: Sequence[str]) -> tuple[np.ndarray, l
     continuation, ``"[UNK]"`` an unknown word), one per non-padding id."""
     check_texts(texts)
     ids = np.asarray(model.token_ids(tf.constant(list(texts), tf.string)))
-    vocabulary = model.tokenizer.vocabulary
-    pieces = [[vocabulary[i] for i in row if i != PAD_ID] for row in ids.tolist()]
-    return ids, pieces
+    return ids, pieces_of(ids, model.tokenizer.vocabulary)
 
 
 # -- the date normalizer's encoder (keras_rnncells.seq2seq.TextSeq2Seq) ---------------
 def seq2seq_encoder(model: Any) -> Callable[[np.ndarray], np.ndarray]:
-    """The ``encode`` of `omission_scores` for a `TextSeq2Seq`: source ids
-    ``(B, T)`` to its encoder's summary ``(B, D)`` (what the decoder's initial
-    state is made from), in inference mode."""
+    """The ``encode`` of `omission_scores` for a `TextSeq2Seq`: its encoder's
+    summary (what the decoder's initial state is made from)."""
     from keras_rnncells.seq2seq import TextSeq2Seq
 
-    if not isinstance(model, TextSeq2Seq):
-        raise ValueError(
-            f"Argument `model` must be a TextSeq2Seq, received: {type(model).__name__}"
-        )
-
-    @tf.function(input_signature=[tf.TensorSpec((None, None), tf.int32)])
-    def summary(token_ids: tf.Tensor) -> tf.Tensor:
-        _, h_end, _ = model.seq2seq.encoder(token_ids, training=False)
-        return h_end
-
-    return lambda token_ids: summary(tf.constant(np.asarray(token_ids, np.int32))).numpy()
+    check_model(model, TextSeq2Seq)
+    return encoder_summary(model.seq2seq.encoder)
 
 
 def seq2seq_token_ids(model: Any, texts: Sequence[str]) -> tuple[np.ndarray, list[list[str]]]:
     """The padded source ids ``(N, T)`` of ``texts`` and, per text, its source
     tokens (characters for the date normalizer), one per non-padding id."""
-    return token_ids_and_pieces(model.source_tokenizer, texts)
-
-
-def token_ids_and_pieces(tokenizer: Any, texts: Sequence[str]) -> tuple[np.ndarray, list]:
-    """``tokenizer(texts)`` as int32 ids ``(N, T)`` and each row's tokens."""
     check_texts(texts)
-    ids = np.asarray(tokenizer(tf.constant(list(texts), tf.string)), np.int32)
-    vocabulary = tokenizer.vocabulary
-    return ids, [[vocabulary[i] for i in row if i != PAD_ID] for row in ids.tolist()]
-
-
-def check_texts(texts: Any) -> None:
-    if isinstance(texts, str) or not all(isinstance(text, str) for text in texts):
-        raise ValueError(
-            f"Argument `texts` must be a sequence of strings, received: {type(texts).__name__}"
-        )
+    ids = np.asarray(model.source_tokenizer(tf.constant(list(texts), tf.string)), np.int32)
+    return ids, pieces_of(ids, model.source_tokenizer.vocabulary)
 
 
 # -- over a corpus -------------------------------------------------------------------
