@@ -83,6 +83,17 @@ def rate(text: str) -> float:
     return value
 
 
+def penalty_weight(text: str) -> float:
+    """An argparse type: a penalty's β, a float >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0.0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a float >= 0, received {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -200,6 +211,23 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         "token tasks: each token's embedding becomes zero (word dropout, Iyyer et al. 2015; "
         "default 0)",
     )
+    for flag, penalty in (
+        (
+            "--norm-stabilizer",
+            "the norm-stabilizer, β·mean_t (‖h_t‖ − ‖h_t−1‖)², Krueger & Memisevic 2016",
+        ),
+        (
+            "--temporal-coherence",
+            "temporal coherence, β·mean_t ‖h_t − h_t−1‖², Jonschkowski & Brock 2015",
+        ),
+    ):
+        parser.add_argument(
+            flag,
+            type=penalty_weight,
+            metavar="BETA",
+            help=f"data tasks: add {penalty} on every recurrent layer's hidden sequence "
+            "(a language model's layers, or all but the last; default 0: none)",
+        )
     run_arguments(parser)
     parser.add_argument(
         "--strategy",
@@ -294,6 +322,8 @@ SETTING_FLAGS = {
             "seed",
             "limit",
             "word_dropout",
+            "norm_stabilizer",
+            "temporal_coherence",
         )
     },
 }

@@ -52,6 +52,9 @@ PATH_ARGUMENTS = ("out", "run_dir", "key_file")
 
 # How the package's messages name, as Python arguments, what the command line
 # calls by its flags.
+# Settings of `rnncells train` whose Python errors name the argument: the
+# command's message names the flag.
+SETTING_WORDS = ("word_dropout", "norm_stabilizer", "temporal_coherence")
 CLI_WORDING = {
     "overwrite=True (--overwrite)": "--overwrite",
     "overwrite=True": "--overwrite",
@@ -66,6 +69,7 @@ CLI_WORDING = {
     "Argument `format`": "--format",
     "Argument `key`": "--key-file",
     "Argument `directory`: ": "",  # rnncells verify: the message names the directory
+    **{f"Argument `{name}`": "--" + name.replace("_", "-") for name in SETTING_WORDS},
 }
 
 # The extra (setup.py) that installs each optional module a command may import:

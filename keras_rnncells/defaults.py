@@ -65,6 +65,9 @@ class Settings:
     embedding_dim: int = 64  # token tasks only
     dropout: float = 0.0  # on the recurrent layers' inputs and on the head's input
     word_dropout: float = 0.0  # token tasks: a token's embedding is zeroed with this probability
+    # β of a penalty on every recurrent layer's hidden sequence (0: none)
+    norm_stabilizer: float = 0.0
+    temporal_coherence: float = 0.0
     # None: no averaging; else the optimizer keeps an exponential moving average
     # of the weights with this momentum, used for validation, test and the saved model
     ema_momentum: float | None = None

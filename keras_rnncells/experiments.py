@@ -33,6 +33,7 @@ from keras_rnncells.defaults import TASK_DEFAULTS, Settings, TaskDefaults
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
 from keras_rnncells.layers import RNN, WordDropout
 from keras_rnncells.locks import run_lock
+from keras_rnncells.regularizers import NormStabilizer, TemporalCoherence, check_beta
 from keras_rnncells.training import (
     finish_run,
     fit_run,
@@ -42,6 +43,16 @@ from keras_rnncells.training import (
     write_json,
 )
 
+# The penalties on hidden sequences a task run takes, by setting name.
+PENALTIES = {"norm_stabilizer": NormStabilizer, "temporal_coherence": TemporalCoherence}
+# The settings `rnncells train TASK` takes from its flags (`--batch-size` for
+# batch_size), in the order a run's reproducing command writes them: the
+# first five always, the others where they differ from the task's default.
+ALWAYS_WRITTEN = ("cell", "units", "epochs", "batch_size", "seed")
+FLAG_SETTINGS = (
+    *ALWAYS_WRITTEN,
+    *("layers", "limit", "word_dropout", "norm_stabilizer", "temporal_coherence"),
+)
 PLOT_NOTE = "matplotlib is not installed (pip install 'keras-rnncells[plot]'): no PNG written"
 # How many of the most frequent symbols the operation-weights figure shows.
 MAX_SYMBOLS = 24
@@ -67,6 +78,8 @@ def task_settings(task: str, **overrides: Any) -> Settings:
     if settings.ema_momentum is not None:
         check_rate("ema_momentum", settings.ema_momentum)
     check_rate("word_dropout", settings.word_dropout)
+    for name in PENALTIES:
+        check_beta(getattr(settings, name), name)
     return settings
 
 
@@ -84,6 +97,8 @@ def build_model(
     clipnorm: float | None = 1.0,
     dropout: float = 0.0,
     word_dropout: float = 0.0,
+    norm_stabilizer: float = 0.0,
+    temporal_coherence: float = 0.0,
     ema_momentum: float | None = None,
 ) -> keras.Model:
     """A compiled model for ``task``: ``layers`` recurrent layers of ``cell``
@@ -93,7 +108,11 @@ def build_model(
     the head of ``task.kind``; ``dropout`` (a `keras.layers.Dropout` rate) on
     the input of every recurrent layer and of the head; ``word_dropout``
     (token tasks): in training, a token's embedding becomes zero with this
-    probability (`keras_rnncells.WordDropout`, mode "zero"); ``ema_momentum``: the
+    probability (`keras_rnncells.WordDropout`, mode "zero"); ``norm_stabilizer``
+    and ``temporal_coherence``: β of that penalty (`keras_rnncells.NormStabilizer`,
+    `keras_rnncells.TemporalCoherence`) on the hidden sequence of every
+    recurrent layer that returns one (every layer of a language model, all
+    but the last of a classifier or regressor); ``ema_momentum``: the
     optimizer keeps an exponential moving average of the weights (Polyak
     averaging), which replaces them at the end of `fit`:
 
@@ -101,10 +120,12 @@ def build_model(
     * binary: ``Dense(1)`` logits, binary cross-entropy, accuracy;
     * classification: ``Dense(num_classes)`` logits, cross-entropy, accuracy;
     * language_model: ``Dense(vocabulary_size)`` logits at every step,
-      cross-entropy ignoring padding targets (0); perplexity is ``exp(loss)``.
+      cross-entropy ignoring padding targets (0); perplexity is
+      ``exp(cross_entropy)``, the metric (the loss also holds any penalty).
     """
     cell_class = get_cell(cell)
     check_positive_int("layers", layers)
+    penalties = {"norm_stabilizer": norm_stabilizer, "temporal_coherence": temporal_coherence}
     word_dropout = check_rate("word_dropout", word_dropout)
     if task.vocabulary_size is not None:
         inputs = keras.Input((None,), dtype="int32", name="tokens")
@@ -122,17 +143,26 @@ def build_model(
         inputs = keras.Input((None, task.input_dim), name="features")
         x = inputs
     per_step = task.kind == "language_model"
+    betas = {name: check_beta(beta, name) for name, beta in penalties.items() if beta}
+    if betas and not (per_step or layers > 1):
+        name = next(iter(betas))
+        raise ValueError(
+            f"Argument `{name}` needs a recurrent layer that returns its hidden sequence: "
+            f"a language-model task, or layers >= 2; task {task.name!r} has one layer "
+            f"and a {task.kind} head, received: {betas[name]}"
+        )
     drop = keras.layers.Dropout(check_rate("dropout", dropout)) if dropout else None
     for index in range(layers):
         x = drop(x) if drop else x
+        returns_sequence = per_step or index < layers - 1
         layer = RNN(
-            cell_class(units),
-            return_sequences=per_step or index < layers - 1,
-            name=f"recurrent_{index + 1}",
+            cell_class(units), return_sequences=returns_sequence, name=f"recurrent_{index + 1}"
         )
         if bidirectional:
             layer = keras.layers.Bidirectional(layer, name=f"bidirectional_{index + 1}")
         x = layer(x)
+        for name, beta in betas.items() if returns_sequence else ():
+            x = PENALTIES[name](beta, name=f"{name}_{index + 1}")(x)
     outputs = keras.layers.Dense(task.output_units, name="logits")(drop(x) if drop else x)
     model = keras.Model(inputs, outputs, name=f"{task.name}_{cell}")
     loss, metrics = head(task.kind)
@@ -157,8 +187,25 @@ def head(kind: str) -> tuple[keras.losses.Loss, list]:
         accuracy = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True), [accuracy]
     if kind == "language_model":
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0), []
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)
+        return loss, [TokenCrossEntropy()]
     raise ValueError(f"Argument `kind` must be a task kind, received: {kind!r}")
+
+
+@keras.saving.register_keras_serializable(package="keras_rnncells")
+class TokenCrossEntropy(keras.metrics.Mean):
+    """The mean cross-entropy per target token (logits in, padding targets 0
+    left out): the language model's loss without the penalties a model adds."""
+
+    def __init__(self, name: str = "cross_entropy", **kwargs: Any) -> None:
+        super().__init__(name=name, **kwargs)
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+        losses = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
+        weights = keras.ops.cast(keras.ops.not_equal(y_true, 0), losses.dtype)
+        if sample_weight is not None:
+            weights = weights * keras.ops.cast(sample_weight, losses.dtype)
+        super().update_state(losses, sample_weight=weights)
 
 
 def test_metric(kind: str) -> str:
@@ -172,7 +219,7 @@ def evaluate(model: keras.Model, task: Task) -> dict[str, float]:
         k: float(v) for k, v in model.evaluate(task.test, return_dict=True, verbose=0).items()
     }
     if task.kind == "language_model":
-        scores["perplexity"] = float(np.exp(scores["loss"]))
+        scores["perplexity"] = float(np.exp(scores["cross_entropy"]))
     return scores
 
 
@@ -190,15 +237,13 @@ def size_options(task: str, limit: int | None) -> dict[str, int]:
 
 
 def reproduce_command(task: str, run_dir: Path, settings: Settings) -> str:
-    words = ["rnncells", "train", task, "--cell", settings.cell, "--units", str(settings.units)]
-    words += ["--epochs", str(settings.epochs), "--batch-size", str(settings.batch_size)]
-    words += ["--seed", str(settings.seed)]
-    if settings.layers != task_defaults(task).settings.layers:
-        words += ["--layers", str(settings.layers)]
-    if settings.limit is not None:
-        words += ["--limit", str(settings.limit)]
-    if settings.word_dropout:
-        words += ["--word-dropout", str(settings.word_dropout)]
+    """The ``rnncells train`` command of a run (see `FLAG_SETTINGS`)."""
+    defaults = task_defaults(task).settings
+    words = ["rnncells", "train", task]
+    for name in FLAG_SETTINGS:
+        value = getattr(settings, name)
+        if name in ALWAYS_WRITTEN or value != getattr(defaults, name):
+            words += ["--" + name.replace("_", "-"), str(value)]
     return shlex.join([*words, "--out", str(run_dir)])
 
 
@@ -216,6 +261,8 @@ def train_task(
     layers: int | None = None,
     overwrite: bool = False,
     word_dropout: float | None = None,
+    norm_stabilizer: float | None = None,
+    temporal_coherence: float | None = None,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
     the test split, write the run directory (see the module); returns the
@@ -235,6 +282,8 @@ def train_task(
         limit=limit,
         layers=layers,
         word_dropout=word_dropout,
+        norm_stabilizer=norm_stabilizer,
+        temporal_coherence=temporal_coherence,
     )
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
@@ -267,6 +316,7 @@ def train_settings(
         "optimizer",
         "dropout",
         "word_dropout",
+        *PENALTIES,
         "ema_momentum",
     )
     with strategy.scope():  # variables mirrored on every replica
@@ -502,11 +552,10 @@ def plot_against_units(comparison: dict[str, Any], run_dir: Path) -> dict[str, s
 # -- the command line -----------------------------------------------------------------
 def train_from_arguments(args: Any) -> None:
     """``rnncells train TASK``: the run, then its test metric."""
-    options = ("cell", "units", "epochs", "batch_size", "seed", "limit", "layers", "word_dropout")
     results = train_task(
         args.name,
         args.out,
-        **{name: getattr(args, name) for name in options},
+        **{name: getattr(args, name) for name in FLAG_SETTINGS},
         strategy=args.strategy,
         overwrite=args.overwrite,
     )

@@ -26,9 +26,10 @@ __all__ = ["NormStabilizer", "TemporalCoherence", "norm_stabilizer", "temporal_c
 Tensor = Any
 
 
-def check_beta(beta: Any) -> float:
+def check_beta(beta: Any, name: str = "beta") -> float:
+    """``beta`` as a float, or a ValueError naming argument ``name``."""
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta >= 0:
-        raise ValueError(f"Argument `beta` must be a float >= 0, received: {beta!r}")
+        raise ValueError(f"Argument `{name}` must be a float >= 0, received: {beta!r}")
     return float(beta)
 
 

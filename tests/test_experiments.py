@@ -23,11 +23,13 @@ from keras_rnncells.data.logic import VOCABULARY
 from keras_rnncells.experiments import (
     PLOT_NOTE,
     TASK_DEFAULTS,
+    TokenCrossEntropy,
     build_model,
     size_options,
     task_settings,
     train_task,
 )
+from keras_rnncells.regularizers import norm_stabilizer, temporal_coherence
 from keras_rnncells.training import EpochTimes, run_callbacks
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -238,3 +240,50 @@ def test_word_dropout_on_a_token_task(tmp_path):
         task_settings("logic", word_dropout=1.0)
     with pytest.raises(ValueError, match="`word_dropout` applies to token tasks"):
         build_model(load_task("adding", batch_size=4, train_size=8), "gru", 2, word_dropout=0.1)
+
+
+def test_penalties_on_the_hidden_sequences_of_a_token_task(tmp_path, capsys):
+    out = tmp_path / "logic"
+    penalties = ["--temporal-coherence", "0.5", "--norm-stabilizer", "2"]
+    main(["train", "logic", "--units", "3", "--layers", "2", *TINY, *penalties, "--out", str(out)])
+    results = read_results(out)
+    assert results["settings"]["temporal_coherence"] == 0.5
+    assert results["settings"]["norm_stabilizer"] == 2.0
+    assert "--norm-stabilizer 2.0 --temporal-coherence 0.5" in results["command"]
+    model = keras.saving.load_model(out / "model.keras")
+    tokens = np.array([[3, 4, 5, 6, 0], [4, 4, 0, 0, 0]], "int32")
+    embedded = model.get_layer("embedding")(tokens)
+    hidden = model.get_layer("recurrent_1")(embedded, mask=tokens != 0)
+    model(tokens)
+    expected = [
+        temporal_coherence(hidden, 0.5, tokens != 0),
+        norm_stabilizer(hidden, 2.0, tokens != 0),
+    ]
+    assert sorted(float(v) for v in model.losses) == pytest.approx(
+        sorted(float(v) for v in expected), rel=1e-5
+    )
+    assert min(float(v) for v in expected) > 0
+    # The last layer returns no sequence: a one-layer classifier has none to penalize.
+    with pytest.raises(SystemExit):
+        main(["train", "logic", *TINY, "--temporal-coherence", "0.5", "--out", str(tmp_path / "1")])
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert (
+        "--temporal-coherence needs a recurrent layer that returns its hidden sequence" in message
+    )
+    with pytest.raises(ValueError, match="Argument `norm_stabilizer` must be a float >= 0"):
+        task_settings("logic", norm_stabilizer=-1.0)
+
+
+def test_language_model_perplexity_leaves_the_penalties_out(require_data, tmp_path):
+    require_data("ptb")
+    out = tmp_path / "ptb"
+    main(["train", "ptb", "--units", "3", *TINY[:4], "--limit", "300", "--layers", "1",
+          "--temporal-coherence", "100", "--out", str(out)])  # fmt: skip
+    test = read_results(out)["test"]
+    assert test["loss"] > test["cross_entropy"] + 1e-3  # the penalty counts in the loss
+    assert test["perplexity"] == pytest.approx(np.exp(test["cross_entropy"]))
+    tokens = np.array([[5, 7, 0]], "int32")
+    logits = np.log(np.array([[[0.2, 0.3, 0.5], [0.6, 0.3, 0.1], [1, 1, 1]]], "float32"))
+    metric = TokenCrossEntropy()
+    metric.update_state(tokens.clip(max=2) * (tokens != 0), logits)
+    assert float(metric.result()) == pytest.approx(-(np.log(0.5) + np.log(0.1)) / 2, rel=1e-5)
