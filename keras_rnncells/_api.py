@@ -1,7 +1,8 @@
 """The public API, as ``keras_rnncells`` holds it (see its docstring): every
 cell (``keras_rnncells.cells``), the ``RNN`` layer, the named layers and
 word dropout (``keras_rnncells.layers``), MuFuRU's operation registry and the
-norm-stabilizer and temporal-coherence penalties; encoder-decoders
+norm-stabilizer and temporal-coherence penalties, the language models' token
+cross-entropy metric; encoder-decoders
 (``keras_rnncells.seq2seq``), in-graph tokenizers (``keras_rnncells.text``)
 and the applications (``keras_rnncells.apps``, whose model classes Keras then
 knows) as subpackages."""
@@ -10,6 +11,7 @@ from keras_rnncells import apps, cells, layers, seq2seq, text
 from keras_rnncells.cells import *  # noqa: F403 (names listed in cells.__all__)
 from keras_rnncells.cells.mufuru import register_operation
 from keras_rnncells.layers import *  # noqa: F403 (names listed in layers.__all__)
+from keras_rnncells.metrics import TokenCrossEntropy
 from keras_rnncells.regularizers import (
     NormStabilizer,
     TemporalCoherence,
@@ -27,6 +29,7 @@ __all__ = [
     *layers.__all__,
     "NormStabilizer",
     "TemporalCoherence",
+    "TokenCrossEntropy",
     "apps",
     "norm_stabilizer",
     "register_operation",

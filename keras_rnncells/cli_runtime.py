@@ -70,6 +70,7 @@ CLI_WORDING = {
     "Argument `key`": "--key-file",
     "Argument `directory`: ": "",  # rnncells verify: the message names the directory
     **{f"Argument `{name}`": "--" + name.replace("_", "-") for name in SETTING_WORDS},
+    "Argument `batch_norm=True`": "--batch-norm",
 }
 
 # The extra (setup.py) that installs each optional module a command may import:

@@ -68,6 +68,7 @@ class Settings:
     # β of a penalty on every recurrent layer's hidden sequence (0: none)
     norm_stabilizer: float = 0.0
     temporal_coherence: float = 0.0
+    batch_norm: bool = False  # recurrent batch normalization in every recurrent layer
     # None: no averaging; else the optimizer keeps an exponential moving average
     # of the weights with this momentum, used for validation, test and the saved model
     ema_momentum: float | None = None

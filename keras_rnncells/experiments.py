@@ -33,6 +33,7 @@ from keras_rnncells.defaults import TASK_DEFAULTS, Settings, TaskDefaults
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
 from keras_rnncells.layers import RNN, WordDropout
 from keras_rnncells.locks import run_lock
+from keras_rnncells.metrics import TokenCrossEntropy
 from keras_rnncells.regularizers import NormStabilizer, TemporalCoherence, check_beta
 from keras_rnncells.training import (
     finish_run,
@@ -51,7 +52,7 @@ PENALTIES = {"norm_stabilizer": NormStabilizer, "temporal_coherence": TemporalCo
 ALWAYS_WRITTEN = ("cell", "units", "epochs", "batch_size", "seed")
 FLAG_SETTINGS = (
     *ALWAYS_WRITTEN,
-    *("layers", "limit", "word_dropout", "norm_stabilizer", "temporal_coherence"),
+    *("layers", "limit", "word_dropout", "norm_stabilizer", "temporal_coherence", "batch_norm"),
 )
 PLOT_NOTE = "matplotlib is not installed (pip install 'keras-rnncells[plot]'): no PNG written"
 # How many of the most frequent symbols the operation-weights figure shows.
@@ -99,6 +100,7 @@ def build_model(
     word_dropout: float = 0.0,
     norm_stabilizer: float = 0.0,
     temporal_coherence: float = 0.0,
+    batch_norm: bool = False,
     ema_momentum: float | None = None,
 ) -> keras.Model:
     """A compiled model for ``task``: ``layers`` recurrent layers of ``cell``
@@ -112,7 +114,9 @@ def build_model(
     and ``temporal_coherence``: β of that penalty (`keras_rnncells.NormStabilizer`,
     `keras_rnncells.TemporalCoherence`) on the hidden sequence of every
     recurrent layer that returns one (every layer of a language model, all
-    but the last of a classifier or regressor); ``ema_momentum``: the
+    but the last of a classifier or regressor); ``batch_norm``: every cell
+    with recurrent batch normalization (Cooijmans et al. 2016, the cell option
+    ``batch_norm=True``); ``ema_momentum``: the
     optimizer keeps an exponential moving average of the weights (Polyak
     averaging), which replaces them at the end of `fit`:
 
@@ -156,7 +160,9 @@ def build_model(
         x = drop(x) if drop else x
         returns_sequence = per_step or index < layers - 1
         layer = RNN(
-            cell_class(units), return_sequences=returns_sequence, name=f"recurrent_{index + 1}"
+            cell_class(units, **({"batch_norm": True} if batch_norm else {})),
+            return_sequences=returns_sequence,
+            name=f"recurrent_{index + 1}",
         )
         if bidirectional:
             layer = keras.layers.Bidirectional(layer, name=f"bidirectional_{index + 1}")
@@ -190,22 +196,6 @@ def head(kind: str) -> tuple[keras.losses.Loss, list]:
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)
         return loss, [TokenCrossEntropy()]
     raise ValueError(f"Argument `kind` must be a task kind, received: {kind!r}")
-
-
-@keras.saving.register_keras_serializable(package="keras_rnncells")
-class TokenCrossEntropy(keras.metrics.Mean):
-    """The mean cross-entropy per target token (logits in, padding targets 0
-    left out): the language model's loss without the penalties a model adds."""
-
-    def __init__(self, name: str = "cross_entropy", **kwargs: Any) -> None:
-        super().__init__(name=name, **kwargs)
-
-    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
-        losses = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
-        weights = keras.ops.cast(keras.ops.not_equal(y_true, 0), losses.dtype)
-        if sample_weight is not None:
-            weights = weights * keras.ops.cast(sample_weight, losses.dtype)
-        super().update_state(losses, sample_weight=weights)
 
 
 def test_metric(kind: str) -> str:
@@ -242,8 +232,11 @@ def reproduce_command(task: str, run_dir: Path, settings: Settings) -> str:
     words = ["rnncells", "train", task]
     for name in FLAG_SETTINGS:
         value = getattr(settings, name)
-        if name in ALWAYS_WRITTEN or value != getattr(defaults, name):
-            words += ["--" + name.replace("_", "-"), str(value)]
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):  # a switch
+            words += [flag] if value else []
+        elif name in ALWAYS_WRITTEN or value != getattr(defaults, name):
+            words += [flag, str(value)]
     return shlex.join([*words, "--out", str(run_dir)])
 
 
@@ -263,6 +256,7 @@ def train_task(
     word_dropout: float | None = None,
     norm_stabilizer: float | None = None,
     temporal_coherence: float | None = None,
+    batch_norm: bool | None = None,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
     the test split, write the run directory (see the module); returns the
@@ -284,6 +278,7 @@ def train_task(
         word_dropout=word_dropout,
         norm_stabilizer=norm_stabilizer,
         temporal_coherence=temporal_coherence,
+        batch_norm=batch_norm,
     )
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
@@ -317,6 +312,7 @@ def train_settings(
         "dropout",
         "word_dropout",
         *PENALTIES,
+        "batch_norm",
         "ema_momentum",
     )
     with strategy.scope():  # variables mirrored on every replica

@@ -23,12 +23,12 @@ from keras_rnncells.data.logic import VOCABULARY
 from keras_rnncells.experiments import (
     PLOT_NOTE,
     TASK_DEFAULTS,
-    TokenCrossEntropy,
     build_model,
     size_options,
     task_settings,
     train_task,
 )
+from keras_rnncells.metrics import TokenCrossEntropy
 from keras_rnncells.regularizers import norm_stabilizer, temporal_coherence
 from keras_rnncells.training import EpochTimes, run_callbacks
 
@@ -287,3 +287,36 @@ def test_language_model_perplexity_leaves_the_penalties_out(require_data, tmp_pa
     metric = TokenCrossEntropy()
     metric.update_state(tokens.clip(max=2) * (tokens != 0), logits)
     assert float(metric.result()) == pytest.approx(-(np.log(0.5) + np.log(0.1)) / 2, rel=1e-5)
+
+
+def test_batch_norm_on_a_task(tmp_path, capsys):
+    out = tmp_path / "logic"
+    main(
+        [
+            "train",
+            "logic",
+            "--cell",
+            "lstm",
+            "--units",
+            "3",
+            *TINY,
+            "--batch-norm",
+            "--out",
+            str(out),
+        ]
+    )
+    results = read_results(out)
+    assert results["settings"]["batch_norm"] is True
+    assert results["command"].endswith(f"--limit 8 --batch-norm --out {out}")
+    cell = keras.saving.load_model(out / "model.keras").get_layer("recurrent_1").cell
+    assert cell.batch_norm
+    moving = np.asarray(cell.input_moving_mean)
+    assert np.any(moving[0] != 0) and np.all(moving[-1] == 0)  # trained steps only
+    with pytest.raises(SystemExit):
+        main(["train", "logic", "--cell", "scrn", *TINY, "--batch-norm", "--out", str(out / "x")])
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .splitlines()[-1]
+        .startswith("rnncells train: error: --batch-norm needs a cell")
+    )

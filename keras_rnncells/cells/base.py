@@ -15,6 +15,7 @@ dropped) plus the split that makes cells fast:
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar, NamedTuple
 
@@ -27,6 +28,7 @@ from keras import activations, constraints, initializers, ops, regularizers
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
 from keras_rnncells.checks import (
+    check_bool,
     check_input,
     check_keras_object,
     check_positive_int,
@@ -94,6 +96,67 @@ def layer_normalize(x: Tensor, gain: Tensor, bias: Tensor) -> Tensor:
     mean = ops.mean(x, axis=-1, keepdims=True)
     variance = ops.var(x, axis=-1, keepdims=True)
     return (x - mean) * ops.rsqrt(variance + LAYER_NORM_EPSILON) * gain + bias
+
+
+BATCH_NORM_EPSILON = 1e-3
+BATCH_NORM_MOMENTUM = 0.99  # as keras.layers.BatchNormalization
+BATCH_NORM_GAMMA = 0.1  # Cooijmans et al. 2016, section 4
+# The largest integer each 16-bit float counts to exactly: the bound on the
+# step counter state (``batch_norm=True``) in that compute dtype.
+EXACT_COUNTS = {"float16": 2048, "bfloat16": 256}
+
+
+class BatchNormRows(NamedTuple):
+    """What a layer's loop tells a ``batch_norm`` cell about a training step
+    (`DenseGatesCell.batch_norm_bound`): ``rows`` (batch,) 1 for the rows the
+    statistics are taken over (unmasked at this step), 0 for the others
+    (None: every row); ``update``: whether the step updates the moving
+    averages (False for a step whose result the loop discards)."""
+
+    rows: Tensor | None = None
+    update: bool = True
+
+
+class BatchNormStep(NamedTuple):
+    """What the batch normalizations of one step read (`DenseGatesCell`):
+    ``index`` (batch,) int32, each row's statistics step; ``training``
+    (batch statistics) or not (the moving averages); ``rows`` as in
+    `BatchNormRows`, and ``update`` (training only)."""
+
+    index: Tensor
+    training: bool
+    rows: Tensor | None
+    update: bool
+
+
+def step_statistics(x: Tensor, index: Tensor, rows: Tensor | None, steps: int) -> tuple:
+    """Batch statistics of the rows of ``x`` (batch, width) grouped by their
+    statistics step ``index`` (batch,), over the ``rows`` weighted 1: the
+    rows centered on their group's mean, and per step (``steps``, width) the
+    mean, the (biased, as Keras') variance, and (``steps``,) the row count."""
+    weights = ops.ones_like(x[:, 0]) if rows is None else ops.cast(rows, x.dtype)
+    counts = ops.segment_sum(weights, index, num_segments=steps)
+    denominator = ops.maximum(counts, 1.0)[:, None]
+    weights = weights[:, None]
+    mean = ops.segment_sum(x * weights, index, num_segments=steps) / denominator
+    centered = x - ops.take(mean, index, axis=0)
+    variance = ops.segment_sum(ops.square(centered) * weights, index, steps) / denominator
+    return centered, mean, variance, counts
+
+
+def placed_columns(tensor: Tensor, columns: Columns, width: int) -> Tensor:
+    """``tensor``, the last-axis ``columns`` (see `select_columns`) of a
+    ``width``-column tensor, put back in place: zeros in the other columns."""
+    if columns is None:
+        return tensor
+    ranges = columns if isinstance(columns[0], tuple) else (columns,)
+    placed, offset = 0, 0
+    for start, stop in ranges:
+        piece = tensor[..., offset : offset + stop - start]
+        padding = [[0, 0]] * (len(tensor.shape) - 1) + [[start, width - stop]]
+        placed = placed + ops.pad(piece, padding)
+        offset += stop - start
+    return placed
 
 
 class RecurrentMasks(NamedTuple):
@@ -309,6 +372,12 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
         dtype = self.compute_dtype
         return [] if dtype == "float32" else [f"dtype={dtype!r}"]
 
+    def fused_training_conflicts(self) -> list[str]:
+        """The settings of this cell (``name=value``) that the fused path
+        cannot train (its gradient replays steps): e.g. statistics updated at
+        every step. `keras_rnncells.RNN` trains such a cell on Keras' loop."""
+        return []
+
     def cudnn_ineligibility(self) -> str | None:
         """Why Keras' cuDNN kernel cannot compute this cell; ``None`` when it can."""
         return kernel_ineligibility(self, "cuDNN kernel", self.cudnn_kernel, self.cudnn_conflicts)
@@ -372,6 +441,50 @@ class DenseGatesCell(AbstractRNNCell):
     Cells with their own ``project_inputs`` opt in through
     ``supports_layer_norm``.
 
+    ``batch_norm=True`` is recurrent batch normalization (Cooijmans, Ballas,
+    Laurent, Gülçehre & Courville 2016, "Recurrent batch normalization"): the
+    input and recurrent products are batch-normalized separately, and a cell
+    with a separate cell state (``normalizes_cell_state``: LSTM and its
+    variants) normalizes that state before its output nonlinearity. For the
+    LSTM:
+
+    .. math::
+
+        (i, f, c, o)_t &= BN(W_h h_{t-1}; γ_h, 0) + BN(W_x x_t; γ_x, 0) + b \\\\
+        c_t &= σ(f_t) ⊙ c_{t-1} + σ(i_t) ⊙ \\tanh(\\tilde c_t) \\\\
+        h_t &= σ(o_t) ⊙ \\tanh(BN(c_t; γ_c, β_c)) \\\\
+        BN(x; γ, β) &= β + γ ⊙ (x - μ) / \\sqrt{σ^2 + 10^{-3}}
+
+    ``c_t`` itself is carried un-normalized. Each ``BN`` is per column: of
+    ``W x`` (every block, before the bias), of each ``recurrent_matmul``'s
+    columns (before any bias the cell adds after it, e.g. the GRU's ``b'``)
+    and of ``c_t``. Its weights, created after ``bias``: ``input_norm_gamma``,
+    ``recurrent_norm_gamma`` (and ``cell_norm_gamma``, ``cell_norm_beta``),
+    γ initialized to 0.1 and β to 0, and the non-trainable
+    ``{input,recurrent,cell}_moving_mean`` and ``..._moving_variance``, one row
+    per time step: (``batch_norm_steps``, columns).
+
+    Statistics are per time step: the cell carries one more state, last in
+    ``state_size``, (batch, 1): the step index of each row, counting from 0
+    (``get_initial_state``), at most ``batch_norm_steps - 1``, whose statistics
+    every later step reuses. A masked step keeps every state, the index
+    included, so a row's index counts its unmasked steps (a left-padded row
+    starts at step 0 with its first token). In training the mean and variance
+    are those of the batch rows at the same index (all rows, without
+    padding), over the rows unmasked at this step where the layer binds the
+    mask (``batch_norm_bound``: `keras_rnncells.RNN` does; plain
+    ``keras.layers.RNN`` passes the cell no mask, so there a masked row counts
+    in the statistics of its index, and the step 0 it runs once more to learn
+    the output's shape updates step 0's averages a second time), and each
+    index's moving averages are
+    updated (momentum 0.99, as ``keras.layers.BatchNormalization``); in
+    inference (``training=False``) the moving averages are used. Because
+    training updates variables at every step, `keras_rnncells.RNN` trains such
+    a cell on Keras' loop (``fused_training_conflicts``); inference runs on
+    every path. A 16-bit compute dtype holds the index exactly up to 256
+    (bfloat16) or 2048 (float16) steps, so ``batch_norm_steps`` is bounded
+    there. ``batch_norm`` and ``layer_norm`` exclude each other.
+
     Only cells with gates take ``recurrent_activation`` (`GatedCell`); the
     others refuse it as Keras refuses an unknown argument.
 
@@ -383,6 +496,17 @@ class DenseGatesCell(AbstractRNNCell):
 
     blocks: tuple[str, ...] = ()
     uses_combine: ClassVar[bool] = False
+    # Whether ``batch_norm`` normalizes a separate cell state (the class's
+    # ``step`` passes it through ``normalize_cell_state``).
+    normalizes_cell_state: ClassVar[bool] = False
+    # Set only by this class's own context managers (``batch_norm=True``):
+    # what this step's normalizations read, and the rows unmasked at it.
+    _batch_norm_step: BatchNormStep | None = None
+    _batch_norm_rows: BatchNormRows = BatchNormRows()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        with_step_counter(cls)
 
     def __init__(
         self,
@@ -399,16 +523,33 @@ class DenseGatesCell(AbstractRNNCell):
         recurrent_constraint: Any = None,
         bias_constraint: Any = None,
         layer_norm: bool = False,
+        batch_norm: bool = False,
+        batch_norm_steps: int = 100,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.units = check_positive_int("units", units)
         self.layer_norm = bool(layer_norm)
-        if self.layer_norm and not self.supports_layer_norm():
+        self.batch_norm = check_bool("batch_norm", batch_norm)
+        self.batch_norm_steps = check_positive_int("batch_norm_steps", batch_norm_steps)
+        for name in ("layer_norm", "batch_norm"):
+            if getattr(self, name) and not self.supports_layer_norm():
+                raise ValueError(
+                    f"Argument `{name}=True` needs a cell whose input matmul goes "
+                    f"through `input_matmul`; {type(self).__name__} has its own "
+                    "`project_inputs`"
+                )
+        if self.layer_norm and self.batch_norm:
             raise ValueError(
-                "Argument `layer_norm=True` needs a cell whose input matmul goes "
-                f"through `input_matmul`; {type(self).__name__} has its own "
-                "`project_inputs`"
+                "Arguments `batch_norm=True` and `layer_norm=True` exclude each other; "
+                "pass one of them"
+            )
+        exact = EXACT_COUNTS.get(keras.backend.standardize_dtype(self.compute_dtype))
+        if self.batch_norm and exact is not None and self.batch_norm_steps > exact:
+            raise ValueError(
+                f"Argument `batch_norm_steps` must be at most {exact} with compute dtype "
+                f"{self.compute_dtype!r} (the step index state counts exactly that far), "
+                f"received: {batch_norm_steps!r}"
             )
         self.use_bias = bool(use_bias)
         set_keras_objects(
@@ -472,6 +613,11 @@ class DenseGatesCell(AbstractRNNCell):
             self.recurrent_norm_gain, self.recurrent_norm_bias = self.add_layer_norm_weights(
                 "recurrent", self.recurrent_kernel.shape[-1]
             )
+        if self.batch_norm:
+            self.add_batch_norm_weights("input", self.kernel.shape[-1])
+            self.add_batch_norm_weights("recurrent", self.recurrent_kernel.shape[-1])
+            if self.normalizes_cell_state:
+                self.add_batch_norm_weights("cell", self.units, beta=True)
         self.built = True
 
     def add_weight_like(
@@ -498,6 +644,120 @@ class DenseGatesCell(AbstractRNNCell):
             for part, initializer in (("gain", "ones"), ("bias", "zeros"))
         )
 
+    def add_batch_norm_weights(self, side: str, width: int, beta: bool = False) -> None:
+        """``{side}_norm_gamma`` (0.1), with ``beta`` ``{side}_norm_beta`` (0),
+        and the non-trainable ``{side}_moving_mean`` (0) and
+        ``{side}_moving_variance`` (1), one row per statistics step."""
+        parts = [("norm_gamma", (width,), initializers.Constant(BATCH_NORM_GAMMA), True)]
+        if beta:
+            parts.append(("norm_beta", (width,), "zeros", True))
+        rows = (self.batch_norm_steps, width)
+        parts += [("moving_mean", rows, "zeros", False), ("moving_variance", rows, "ones", False)]
+        for part, shape, initializer, trainable in parts:
+            weight = self.add_weight(
+                shape=shape,
+                name=f"{side}_{part}",
+                initializer=initializer,
+                trainable=trainable,
+                autocast=trainable,  # statistics stay in the variable dtype
+            )
+            setattr(self, f"{side}_{part}", weight)
+
+    @contextlib.contextmanager
+    def batch_norm_bound(self, rows: Tensor | None = None, update: bool = True) -> Iterator[None]:
+        """Within this context the batch statistics of a step (training with
+        ``batch_norm``) are over the rows where ``rows`` (batch,) is 1, the
+        rows unmasked at this step (``None``: every row), and the step updates
+        the moving averages only if ``update``. `keras_rnncells.RNN` binds it
+        around each step of Keras' loop, whose ``backend.rnn`` also calls the
+        step once more on step 0 to learn the output's shape (not updating)."""
+        outer = self._batch_norm_rows
+        self._batch_norm_rows = BatchNormRows(rows, update)
+        try:
+            yield
+        finally:
+            self._batch_norm_rows = outer
+
+    @contextlib.contextmanager
+    def batch_norm_step_bound(self, bound: BatchNormStep) -> Iterator[None]:
+        outer = self._batch_norm_step
+        self._batch_norm_step = bound
+        try:
+            yield
+        finally:
+            self._batch_norm_step = outer
+
+    def batch_normalized_step(
+        self, step: Callable, projected: tuple, states: States, training: Any
+    ) -> tuple:
+        """``step`` with ``batch_norm``: the last state is the step index, read
+        here and advanced (to at most ``batch_norm_steps - 1``); the projected
+        input ``W x`` is normalized with that step's statistics, then biased."""
+        *states, counter = as_state_list(states)
+        training = bool(training)
+        rows, update = self._batch_norm_rows
+        index = ops.cast(counter[:, 0], "int32")
+        bound = BatchNormStep(index, training, rows if training else None, training and update)
+        with self.batch_norm_step_bound(bound):
+            count = len(projected)
+            inputs = projected[0] if count == 1 else ops.concatenate(projected, axis=-1)
+            inputs = self.batch_normalize("input", inputs)
+            if self.input_bias is not None:
+                inputs = inputs + self.input_bias
+            projected = tuple(ops.split(inputs, count, axis=-1)) if count > 1 else (inputs,)
+            output, new_states = step(self, projected, states, training)
+        counter = ops.minimum(counter + 1.0, float(self.batch_norm_steps - 1))
+        return output, [*as_state_list(new_states), counter]
+
+    def batch_normalize(self, side: str, x: Tensor, columns: Columns = None) -> Tensor:
+        """``BN(x; γ, β)`` of the ``side`` ("input", "recurrent" or "cell") over
+        its ``columns``, with the statistics of each row's step (see the class
+        docstring); in training, also updates those steps' moving averages."""
+        bound = self._batch_norm_step
+        if bound is None:
+            raise ValueError(
+                f"{type(self).__name__} with batch_norm=True normalizes only within `step`, "
+                "which reads the step index from the last state"
+            )
+        dtype = x.dtype
+        stats_dtype = (
+            "float64" if keras.backend.standardize_dtype(dtype) == "float64" else "float32"
+        )
+        x = ops.cast(x, stats_dtype)
+        mean_variable = getattr(self, f"{side}_moving_mean")
+        variance_variable = getattr(self, f"{side}_moving_variance")
+        if bound.training:
+            centered, mean, variance, counts = step_statistics(
+                x, bound.index, bound.rows, self.batch_norm_steps
+            )
+            present = ops.cast(counts > 0, stats_dtype)[:, None] * (1.0 - BATCH_NORM_MOMENTUM)
+            updates = ((mean_variable, mean), (variance_variable, variance)) if bound.update else ()
+            for variable, batch in updates:
+                moving = ops.cast(select_columns(variable.value, columns), stats_dtype)
+                change = present * (ops.stop_gradient(batch) - moving)
+                change = placed_columns(change, columns, variable.shape[-1])
+                variable.assign_add(ops.cast(change, variable.dtype))
+            variance = ops.take(variance, bound.index, axis=0)
+        else:
+            moving = [
+                ops.cast(select_columns(v.value, columns), stats_dtype)
+                for v in (mean_variable, variance_variable)
+            ]
+            centered = x - ops.take(moving[0], bound.index, axis=0)
+            variance = ops.take(moving[1], bound.index, axis=0)
+        normalized = ops.cast(centered * ops.rsqrt(variance + BATCH_NORM_EPSILON), dtype)
+        normalized = normalized * select_columns(getattr(self, f"{side}_norm_gamma"), columns)
+        beta = getattr(self, f"{side}_norm_beta", None)
+        return normalized if beta is None else normalized + select_columns(beta, columns)
+
+    def normalize_cell_state(self, c: Tensor) -> Tensor:
+        """``BN(c; γ_c, β_c)`` with ``batch_norm`` (what a class that sets
+        ``normalizes_cell_state`` feeds its output nonlinearity), else ``c``."""
+        return self.batch_normalize("cell", c) if self.batch_norm else c
+
+    def fused_training_conflicts(self) -> list[str]:
+        return ["batch_norm=True"] if self.batch_norm else []
+
     @property
     def input_bias(self) -> Tensor | None:
         return self.bias
@@ -509,7 +769,8 @@ class DenseGatesCell(AbstractRNNCell):
         return cls.project_inputs is DenseGatesCell.project_inputs
 
     def input_matmul(self, inputs: Tensor) -> Tensor:
-        """``inputs @ kernel``, layer-normalized with ``layer_norm``."""
+        """``inputs @ kernel``, layer-normalized with ``layer_norm`` (with
+        ``batch_norm``, ``step`` normalizes it: its statistics are per step)."""
         product = ops.matmul(inputs, self.kernel)
         if not self.layer_norm:
             return product
@@ -517,8 +778,10 @@ class DenseGatesCell(AbstractRNNCell):
 
     def recurrent_matmul(self, h: Tensor, columns: Columns = None) -> Tensor:
         """``h @ recurrent_kernel[:, columns]``, layer-normalized over those
-        columns with ``layer_norm``."""
+        columns with ``layer_norm``, batch-normalized with ``batch_norm``."""
         product = super().recurrent_matmul(h, columns)
+        if self.batch_norm:
+            return self.batch_normalize("recurrent", product, columns)
         if not self.layer_norm:
             return product
         gain = select_columns(self.recurrent_norm_gain, columns)
@@ -527,12 +790,13 @@ class DenseGatesCell(AbstractRNNCell):
     def standard_form_conflicts(self) -> list[str]:
         """The settings (``name=value``) that leave the standard form of the
         cell's equations, the one library kernels compute: an activation other
-        than tanh, layer norm."""
+        than tanh, layer or batch norm."""
         conflicts = []
         if activation_name(self.activation) != "tanh":
             conflicts.append(f"activation={activation_name(self.activation)!r}")
-        if self.layer_norm:
-            conflicts.append("layer_norm=True")
+        for name in ("layer_norm", "batch_norm"):
+            if getattr(self, name):
+                conflicts.append(f"{name}=True")
         return conflicts
 
     def cudnn_conflicts(self) -> list[str]:
@@ -551,11 +815,12 @@ class DenseGatesCell(AbstractRNNCell):
         (Keras' loop, ONNX's Loop) takes one matmul and a split of its small
         product: fewer ops per step (the per-block form ran an MGU's ONNX Loop
         2.4x slower at batch 64). ``layer_norm`` normalizes all blocks together:
-        one product."""
+        one product. With ``batch_norm`` the blocks are ``W x`` alone: ``step``
+        normalizes them with its step's statistics, then adds the bias."""
         count = len(self.blocks)
-        if self.layer_norm or len(inputs.shape) == 2:
+        if self.layer_norm or self.batch_norm or len(inputs.shape) == 2:
             projected = self.input_matmul(inputs)
-            if self.input_bias is not None:
+            if self.input_bias is not None and not self.batch_norm:
                 projected = projected + self.input_bias
             return tuple(ops.split(projected, count, axis=-1)) if count > 1 else (projected,)
         kernels = ops.split(self.kernel, count, axis=-1)
@@ -584,8 +849,44 @@ class DenseGatesCell(AbstractRNNCell):
             recurrent_constraint=constraints.serialize(self.recurrent_constraint),
             bias_constraint=constraints.serialize(self.bias_constraint),
             layer_norm=self.layer_norm,
+            batch_norm=self.batch_norm,
+            batch_norm_steps=self.batch_norm_steps,
         )
         return config
+
+
+def with_step_counter(cls: type) -> None:
+    """Make the ``step`` and ``state_size`` that ``cls`` defines (a
+    `DenseGatesCell`) carry the step index state with ``batch_norm``: the
+    class's ``step`` then sees its own states and projected inputs already
+    normalized, and ``state_size`` lists the index last. Only the definition
+    the instance's class resolves to acts, so a ``super()`` call is not
+    counted twice."""
+    own = vars(cls)
+    if "step" in own:
+        step = own["step"]
+
+        @functools.wraps(step)
+        def counted_step(self, projected, states, training=False):
+            if not self.batch_norm or type(self).step is not counted_step:
+                return step(self, projected, states, training)
+            return self.batch_normalized_step(step, projected, states, training)
+
+        cls.step = counted_step
+    if isinstance(own.get("state_size"), property):
+        sizes = own["state_size"].fget
+
+        def counted_state_size(self):
+            own_sizes = sizes(self)
+            if not self.batch_norm or type(self).state_size is not counted:
+                return own_sizes
+            return [*(own_sizes if isinstance(own_sizes, (list, tuple)) else [own_sizes]), 1]
+
+        counted = property(functools.wraps(sizes)(counted_state_size))
+        cls.state_size = counted
+
+
+with_step_counter(DenseGatesCell)
 
 
 class GatedCell(DenseGatesCell):

@@ -29,11 +29,14 @@ class LSTMCell(GatedCell):
     ``recurrent_kernel`` (units, 4 units), ``bias`` (4 units,), column blocks
     ``i, f, c, o``: identical to ``keras.layers.LSTMCell``.
     ``unit_forget_bias=True`` initializes ``b_f`` to 1 (Jozefowicz et al. 2015).
+    ``batch_norm=True``: recurrent batch normalization, ``tanh(BN(c_t))`` in
+    ``h_t`` (`DenseGatesCell`; the step index is then a third state).
     """
 
     blocks = ("i", "f", "c", "o")
     citation = "Hochreiter & Schmidhuber 1997, Long short-term memory; Gers et al. 2000"
     uses_combine = True
+    normalizes_cell_state = True
     cudnn_kernel = True
     onnx_op = "LSTM"
 
@@ -67,7 +70,7 @@ class LSTMCell(GatedCell):
         f = self.recurrent_activation(self.combine(x_f, u_f))
         o = self.recurrent_activation(self.combine(x_o, u_o))
         c = f * c_prev + i * self.activation(self.combine(x_c, u_c))
-        h = o * self.activation(c)
+        h = o * self.activation(self.normalize_cell_state(c))
         return h, [h, c]
 
     def cudnn_loop(self, sequences, initial_state, mask, go_backwards, return_sequences):

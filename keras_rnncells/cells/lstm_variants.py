@@ -45,7 +45,9 @@ class LSTMVariantCell(GatedCell):
       forget gate.
 
     With every option at its default this is `LSTMCell`: same weights, same
-    numbers. States ``[h, c]``, output ``h``.
+    numbers. States ``[h, c]``, output ``h``. ``batch_norm=True``
+    (`DenseGatesCell`) normalizes ``c_t`` before the output ``tanh`` only: the
+    peepholes read it un-normalized.
 
     Weights: ``kernel`` (input_dim, G units), ``recurrent_kernel``
     (units, G units), ``bias`` (G units,) with the column blocks of the present
@@ -58,6 +60,7 @@ class LSTMVariantCell(GatedCell):
 
     citation = GREFF
     uses_combine = True
+    normalizes_cell_state = True
 
     def __init__(
         self,
@@ -151,7 +154,8 @@ class LSTMVariantCell(GatedCell):
         candidate = self.activation(pre["c"])
         c = (c_prev if f is None else f * c_prev) + (candidate if i is None else i * candidate)
         o = gate("o", c)
-        h = self.activation(c) if o is None else o * self.activation(c)
+        squashed = self.activation(self.normalize_cell_state(c))
+        h = squashed if o is None else o * squashed
         return h, [h, c]
 
     def get_config(self):

@@ -42,6 +42,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 from keras import ops, tree
+from keras.src import backend  # Keras' loop, as keras.layers.RNN.inner_loop calls it
 from keras.src.backend.common.stateless_scope import in_stateless_scope  # no public name
 
 from keras_rnncells.cells.base import AbstractRNNCell
@@ -206,13 +207,26 @@ class RNN(keras.layers.RNN):
             and gpu_available()
         )
 
-    def path(self) -> str:
-        """The execution path this layer takes: cudnn, fused or generic."""
+    def path(self, training: bool = False) -> str:
+        """The execution path this layer takes: cudnn, fused or generic. A
+        cell the fused path cannot train (``cell.fused_training_conflicts()``,
+        e.g. ``batch_norm=True``) trains on the generic path; with
+        ``implementation="fused"`` training it raises a ``ValueError``."""
         if self.uses_cudnn():
             return "cudnn"
         if self.implementation == "generic" or self.unroll:
             return "generic"
-        return "fused" if isinstance(self.cell, AbstractRNNCell) else "generic"
+        if not isinstance(self.cell, AbstractRNNCell):
+            return "generic"
+        conflicts = self.cell.fused_training_conflicts() if training else []
+        if conflicts and self.implementation == "fused":
+            raise ValueError(
+                "Argument `implementation='fused'` cannot train "
+                f"{type(self.cell).__name__} with {', '.join(conflicts)} (the fused "
+                "gradient replays steps, which update statistics); use "
+                "implementation='auto' or 'generic'"
+            )
+        return "generic" if conflicts else "fused"
 
     # -- validation -------------------------------------------------------------
     def build(self, sequences_shape, initial_state_shape=None):
@@ -270,12 +284,12 @@ class RNN(keras.layers.RNN):
         override = _loop_override.get()
         if override is not None and not in_stateless_scope():
             return override(self, sequences, initial_state, mask, training)
-        path = self.path()
+        path = self.path(bool(training))
         if path == "generic" or in_stateless_scope():
             # Keras' shape inference (and `stateless_call`) reads variables
             # through a StatelessScope: a compiled loop traced there would keep
             # those stand-in values for good. Keras' loop is traced afresh.
-            return super().inner_loop(sequences, initial_state, mask, training=training)
+            return self.generic_loop(sequences, initial_state, mask, training)
         # Stateful layers pass their state variables: read them as tensors.
         initial_state = [
             ops.cast(tf.convert_to_tensor(s), self.cell.compute_dtype) for s in initial_state
@@ -292,6 +306,43 @@ class RNN(keras.layers.RNN):
             cudnn_accepts(mask),
             lambda: self.cudnn_loop(*args),
             lambda: self.fused_loop(*args),
+        )
+
+    def generic_loop(self, sequences, initial_state, mask, training):
+        """Keras' loop (``keras.layers.RNN.inner_loop``). A cell taking batch
+        statistics (``batch_norm=True``, in training) gets each step's mask
+        bound (``cell.batch_norm_bound``), so its statistics are over the rows
+        unmasked at that step, and the step that ``backend.rnn`` runs on step
+        0 only to learn the output's shape (without ``unroll``) updates no
+        moving average; the loop is the same ``backend.rnn`` call."""
+        cell = self.cell
+        if not (training and getattr(cell, "batch_norm", False)):
+            return super().inner_loop(sequences, initial_state, mask, training=training)
+        calls = []
+
+        def step(inputs, states):
+            # The step's inputs, then its mask as one more feature: Keras'
+            # loop takes nested inputs only when their length is known.
+            x, rows = inputs[..., :-1], inputs[..., -1]
+            update = bool(calls) or self.unroll
+            calls.append(None)
+            with cell.batch_norm_bound(None if mask is None else rows, update):
+                output, new_states = cell(x, states, training=training)
+            return output, new_states if tree.is_nested(new_states) else [new_states]
+
+        rows = ops.ones_like(sequences[..., :1]) if mask is None else mask
+        rows = ops.cast(rows, sequences.dtype)
+        rows = rows if len(rows.shape) == 3 else rows[:, :, None]
+        return backend.rnn(
+            step,
+            ops.concatenate([sequences, rows], axis=-1),
+            list(initial_state) if tree.is_nested(initial_state) else [initial_state],
+            go_backwards=self.go_backwards,
+            mask=mask,
+            unroll=self.unroll,
+            input_length=sequences.shape[1],
+            zero_output_for_mask=self.zero_output_for_mask,
+            return_all_outputs=self.return_sequences,
         )
 
     def fused_loop(self, sequences, initial_state, mask, training):

@@ -137,6 +137,12 @@ class Zoneout(CellWrapper):
         seed: int | None = None,
         **kwargs: Any,
     ) -> None:
+        if getattr(cell, "batch_norm", False):
+            raise ValueError(
+                "Argument `cell` must not have batch_norm=True in Zoneout (its last state "
+                "is the step index, which zoneout would mix), received: "
+                f"{type(cell).__name__} with batch_norm=True"
+            )
         super().__init__(cell, **kwargs)
         sizes = as_state_list(cell.state_size)
         if isinstance(rate, (list, tuple)):

@@ -1,0 +1,25 @@
+"""Metrics of sequence models that Keras lacks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+
+__all__ = ["TokenCrossEntropy"]
+
+
+@keras.saving.register_keras_serializable(package="keras_rnncells")
+class TokenCrossEntropy(keras.metrics.Mean):
+    """The mean cross-entropy per target token (logits in, padding targets 0
+    left out): the language model's loss without the penalties a model adds."""
+
+    def __init__(self, name: str = "cross_entropy", **kwargs: Any) -> None:
+        super().__init__(name=name, **kwargs)
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+        losses = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
+        weights = keras.ops.cast(keras.ops.not_equal(y_true, 0), losses.dtype)
+        if sample_weight is not None:
+            weights = weights * keras.ops.cast(sample_weight, losses.dtype)
+        super().update_state(losses, sample_weight=weights)
