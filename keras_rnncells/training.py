@@ -332,6 +332,9 @@ def run_directory(
         record = backup / SETTINGS_RECORD
         if trained is not None and record.is_file():  # (older versions wrote no record)
             recorded = json.loads(record.read_text(encoding="utf-8"))
+            # A setting added since the backup was made has its default there:
+            # the behaviour of the package that made it.
+            recorded = {**settings_record(type(settings)()), **recorded}
             changes = differing_settings(recorded, given, trained)
             if changes and not overwrite:
                 raise ChangedSettings(run_dir, changes, trained)

@@ -216,3 +216,19 @@ def test_the_shuffled_order_depends_on_the_epoch_not_on_past_iterations():
     for bad in (1.5, -1, True):
         with pytest.raises(ValueError, match="`epoch` must be a non-negative integer"):
             set_shuffle_epoch(bad)
+
+
+def test_a_setting_added_since_the_backup_resumes_at_its_default(tmp_path):
+    """A backup recorded before a setting existed resumes with that setting at
+    its default (the old package's behaviour), and not with another value."""
+    with run_directory(tmp_path, Tiny()):
+        pass
+    record = tmp_path / "backup" / "settings.json"
+    record.write_text(json.dumps({"seed": 0, "epochs": 5}))  # no cell_options yet
+    np.savez(tmp_path / "backup" / "state.npz", epoch=np.array(1))
+    with run_directory(tmp_path, Tiny()):
+        assert (tmp_path / "backup" / "state.npz").is_file()  # resumed
+    record.write_text(json.dumps({"seed": 0, "epochs": 5}))
+    with pytest.raises(ChangedSettings, match=r"cell_options was \{\}, now \{'a': 1\}"):
+        with run_directory(tmp_path, Tiny(cell_options={"a": 1})):
+            pass

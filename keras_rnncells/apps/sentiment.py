@@ -7,11 +7,17 @@ stripped, punctuation split), an embedding, a (bidirectional) recurrent
 encoder over any registered cell and a logistic output, the classifier of the
 MGU (Zhou et al. 2016) and MuFuRU (Weissenborn & Rocktäschel 2016) papers'
 sentiment experiments. ``train_sentiment`` trains it on SST-2 (GLUE train,
-tested on the labeled ``stsa.binary.test`` sentences) or IMDB.
+tested on the labeled ``stsa.binary.test`` sentences) or IMDB, optionally
+after pre-training its encoder on the training texts without their labels
+(``pretrain``: `keras_rnncells.apps.pretrain`, Dai & Le 2015). IMDB's 50k
+unlabelled reviews are not in the benchmark data: pre-training reads the
+training split the classifier is fine-tuned on.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +28,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_rnncells.apps.base import TokenizerModel, check_settings
+from keras_rnncells.apps.pretrain import OBJECTIVES, pretrain
 from keras_rnncells.apps.registry import register_app
 from keras_rnncells.checks import check_positive_int, check_rate
 from keras_rnncells.data.pipeline import shuffled_slices
@@ -37,12 +44,21 @@ from keras_rnncells.layers.word_dropout import WordDropout
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordPieceTokenizer
 from keras_rnncells.text.vocabulary import UNK_ID
-from keras_rnncells.training import finish_run, fit_run, run_directory, settings_from_arguments
+from keras_rnncells.training import (
+    ResumableRun,
+    backed_up_epochs,
+    finish_run,
+    fit_run,
+    run_directory,
+    settings_from_arguments,
+    write_atomically,
+)
 
 LABELS = ("negative", "positive")
 DATASETS = ("sst2", "imdb")
 # HTML line breaks (IMDB reviews hold "<br />"), made spaces before tokenizing.
 LINE_BREAK = r"<br\s*/?>"
+PRETRAIN_HISTORY = "pretrain_history.csv"  # in the run directory: one row per epoch
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
@@ -189,7 +205,12 @@ def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> S
 
 @dataclass(frozen=True)
 class SentimentSettings:
-    """The settings of a run (all written into ``results.json``)."""
+    """The settings of a run (all written into ``results.json``).
+
+    ``pretrain``: None, or ``"lm"`` or ``"autoencoder"``: first pre-train the
+    embedding and encoder for ``pretrain_epochs`` on the training texts
+    without labels (`keras_rnncells.apps.pretrain`), then fine-tune the
+    whole classifier from those weights."""
 
     dataset: str = "sst2"
     cell: str = "gru"
@@ -206,9 +227,12 @@ class SentimentSettings:
     learning_rate: float = 2e-3
     max_tokens: int = 400  # IMDB reviews keep their first 400 word pieces
     cell_options: dict = field(default_factory=dict)
+    pretrain: str | None = None
+    pretrain_epochs: int = 1
 
     def __post_init__(self) -> None:
-        check_settings(self, dataset=DATASETS)
+        check_settings(self, dataset=DATASETS, pretrain=(None, *OBJECTIVES))
+        check_positive_int("pretrain_epochs", self.pretrain_epochs)
 
 
 def sentiment_splits(dataset: str, root=None) -> dict[str, tuple[list[str], np.ndarray]]:
@@ -276,6 +300,7 @@ def train_sentiment(
             keras.losses.BinaryCrossentropy(from_logits=True),
             metrics=[keras.metrics.BinaryAccuracy(threshold=0.0, name="accuracy")],
         )
+        pretraining = pretrain_run(model, texts, settings, run_dir, verbose)
         run = fit_run(
             model,
             text_dataset(splits["train"], settings.batch_size, settings.seed),
@@ -294,10 +319,72 @@ def train_sentiment(
             "test_accuracy": float(test["accuracy"]),
             "test_loss": float(test["loss"]),
             **run,
+            **({} if pretraining is None else {"pretraining": pretraining}),
             "settings": asdict(settings),
             "samples": {text: float(p) for text, p in zip(samples, probabilities)},
         }
         return finish_run(run_dir, model, results)
+
+
+def pretrain_run(
+    model: SentimentClassifier,
+    texts: list[str],
+    settings: SentimentSettings,
+    run_dir: Path,
+    verbose: int | str = "auto",
+) -> dict[str, Any] | None:
+    """Pre-trains ``model``'s encoder as ``settings.pretrain`` asks (nothing
+    for None) on ``texts``, once per run, and returns what ``results.json``
+    holds of it (None without pre-training).
+
+    Its epochs go into ``run_dir/pretrain_history.csv``. Once it has ended,
+    the classifier (pre-trained encoder, fresh output layer and optimizer) is
+    backed up as the state of a run at epoch 0 (`backup_at_start`), so a run
+    killed from then on resumes from those weights without pre-training
+    again, and `run_directory` refuses to resume it with other settings
+    (another ``pretrain`` included). A run killed while pre-training starts
+    afresh, as one killed in its first epoch does."""
+    history = run_dir / PRETRAIN_HISTORY
+    if backed_up_epochs(run_dir) is None:  # a fresh start: no stale rows
+        history.unlink(missing_ok=True)
+        if settings.pretrain is None:
+            return None
+        pretrain(
+            model.encoder,
+            model.token_ids,
+            texts,
+            settings.pretrain,
+            history,
+            epochs=settings.pretrain_epochs,
+            batch_size=settings.batch_size,
+            learning_rate=settings.learning_rate,
+            seed=settings.seed,
+            verbose=verbose,
+        )
+        backup_at_start(model, run_dir)
+    if settings.pretrain is None:
+        return None
+    with open(history, encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    return {
+        "objective": settings.pretrain,
+        "epochs": len(rows),
+        "loss": float(rows[-1]["loss"]),
+        "perplexity": float(rows[-1]["perplexity"]),
+        "training_seconds": sum(float(row["seconds"]) for row in rows),
+    }
+
+
+def backup_at_start(model: keras.Model, run_dir: Path) -> None:
+    """Writes ``model``'s backup (`ResumableRun`'s state file: its variables
+    and its optimizer's, no history rows) as a run at epoch 0."""
+    backup = ResumableRun(run_dir)
+    backup.set_model(model)
+    arrays = {"epoch": np.array(0), "history": np.array(json.dumps([]))}
+    for group, variables in backup.variables().items():
+        for index, variable in enumerate(variables):
+            arrays[f"{group}/{index}"] = keras.ops.convert_to_numpy(variable)
+    write_atomically(backup.path, lambda temporary: np.savez(temporary, **arrays))
 
 
 def train_from_arguments(args: Any) -> None:
@@ -307,13 +394,23 @@ def train_from_arguments(args: Any) -> None:
         args,
         dataset=getattr(args, "dataset", None),
         word_dropout=getattr(args, "word_dropout", None),
+        pretrain=getattr(args, "pretrain", None),
+        pretrain_epochs=getattr(args, "pretrain_epochs", None),
     )
+    if settings.pretrain is None and getattr(args, "pretrain_epochs", None) is not None:
+        raise ValueError("--pretrain-epochs needs --pretrain lm or --pretrain autoencoder")
     results = train_sentiment(args.out, settings, overwrite=args.overwrite)
     print(
         f"\nTest accuracy ({settings.dataset}, {results['test_examples']} texts): "
         f"{results['test_accuracy']:.2%}; {results['parameters']} parameters, "
         f"{results['training_seconds']:.0f} s of training"
     )
+    if "pretraining" in results:
+        pretraining = results["pretraining"]
+        print(
+            f"Pre-trained ({pretraining['objective']}, {pretraining['epochs']} epoch(s)): "
+            f"loss {pretraining['loss']:.3f}, perplexity {pretraining['perplexity']:.1f}"
+        )
     for text, probability in results["samples"].items():
         print(f"  P(positive | {text!r}) = {probability:.3f}")
     print(f"Model, vocabulary, results.json and logs in {args.out}")
