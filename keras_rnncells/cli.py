@@ -204,6 +204,20 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         "--dataset", choices=("sst2", "imdb"), help="sentiment: sst2 (default) or imdb"
     )
     parser.add_argument(
+        "--pretrain",
+        choices=("lm", "autoencoder"),
+        help="sentiment: first pre-train the embedding and encoder on the training texts "
+        "without labels, then fine-tune the classifier from them (Dai & Le 2015): lm, a "
+        "language model predicting each next word piece; autoencoder, a sequence autoencoder "
+        "reconstructing the text from the encoder's final state (default: no pre-training)",
+    )
+    parser.add_argument(
+        "--pretrain-epochs",
+        type=positive_int,
+        metavar="N",
+        help="sentiment, with --pretrain: epochs of pre-training (default 1)",
+    )
+    parser.add_argument(
         "--word-dropout",
         type=rate,
         metavar="RATE",
@@ -228,6 +242,14 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
             help=f"data tasks: add {penalty} on every recurrent layer's hidden sequence "
             "(a language model's layers, or all but the last; default 0: none)",
         )
+    parser.add_argument(
+        "--batch-norm",
+        action="store_true",
+        default=None,
+        help="data tasks: recurrent batch normalization in every recurrent layer "
+        "(Cooijmans et al. 2016: the input and recurrent products, and an LSTM's cell state, "
+        "normalized with per-step statistics; cells built on the dense-gates helper)",
+    )
     run_arguments(parser)
     parser.add_argument(
         "--strategy",
@@ -317,6 +339,8 @@ SETTING_FLAGS = {
             "units",
             "layers",
             "dataset",
+            "pretrain",
+            "pretrain_epochs",
             "epochs",
             "batch_size",
             "seed",
@@ -324,6 +348,7 @@ SETTING_FLAGS = {
             "word_dropout",
             "norm_stabilizer",
             "temporal_coherence",
+            "batch_norm",
         )
     },
 }
@@ -408,19 +433,23 @@ def inspect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "run_dir",
         metavar="MODEL",
-        help="a run directory written by `rnncells train sentiment` or `rnncells train seq2seq`",
+        help="a run directory written by `rnncells train` (any application or task)",
     )
     parser.add_argument(
         "--text",
         action="append",
-        help="a text to show one by one (repeat the flag for more; default: the first test texts)",
+        help="a text to show one by one (repeat the flag for more; default: the first "
+        "held-out rows); color-namer: a name of its color list, or 'name #rrggbb'",
     )
 
 
 def inspect_command(args: argparse.Namespace) -> None:
     from keras_rnncells.analysis.inspect import inspect_run
 
-    written = inspect_run(args.run_dir, args.text)
+    try:
+        written = inspect_run(args.run_dir, args.text)
+    except ValueError as error:
+        raise ValueError(str(error).replace("Argument `texts`", "--text")) from None
     note = written.pop("note", None)
     print(f"Views of {args.run_dir} written:")
     for path in written.values():
@@ -555,8 +584,9 @@ COMMANDS: dict[str, Command] = {
         anticipated=(ValueError,),
     ),
     "inspect": Command(
-        "write the analysis views of a run directory MODEL into MODEL/inspect/ (sentiment "
-        "and seq2seq runs: omission scores per token)",
+        "write the analysis views of a run directory MODEL into MODEL/inspect/: units "
+        "coloured over the text, gate saturation, hidden units (sentiment and seq2seq: "
+        "omission scores too)",
         inspect_arguments,
         inspect_command,
         anticipated=(ValueError,),

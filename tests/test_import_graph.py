@@ -31,6 +31,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "locks": set(),
     "defaults": set(),
     "regularizers": {"checks"},
+    "metrics": set(),
     "cells": {"checks"},
     "layers": {"cells", "checks"},
     "text": {"checks"},
@@ -41,14 +42,14 @@ ALLOWED: dict[str, set[str] | str] = {
     "distribute": {"checks", "defaults"},
     "experiments": {
         *("cells", "checks", "data", "defaults", "distribute", "layers"),
-        *("locks", "regularizers", "training"),
+        *("locks", "metrics", "regularizers", "training"),
     },
     "export": {"cells", "checks", "layers", "locks", "seq2seq", "text", "training"},
     "apps": {
         *("cells", "checks", "data", "defaults", "export", "layers"),
         *("locks", "seq2seq", "text", "training"),
     },
-    "analysis": {"apps", "checks", "data", "seq2seq", "text", "training"},
+    "analysis": {"apps", "cells", "checks", "data", "layers", "seq2seq", "text", "training"},
 }
 # Modules kept from the ONNX implementation: the apps use the string front
 # end's contract (export.servable), never the ONNX writers.

@@ -1,12 +1,14 @@
 """``rnncells inspect RUN_DIR``: the analysis views of a trained run, written
 into ``RUN_DIR/inspect/``.
 
-Built so far: omission scores (`keras_rnncells.analysis.omission`) of the
-encoder of the sentiment application (per word piece) and of the date
-normalizer (``rnncells train seq2seq``, per character), per token for a few
-texts (HTML and one PNG per text) and averaged per token over the run's test
-set (in the HTML and in ``omission_tokens.json``). Runs of the other
-applications and tasks are refused with an error that says so.
+For every run of ``rnncells train`` (each application, each task): the
+unit views of `keras_rnncells.analysis.unit_report` (interpretable units
+over the text, gate saturation, hidden-unit heat maps). For the sentiment
+application (per word piece) and the date normalizer (``rnncells train
+seq2seq``, per character) also the omission scores of their encoder
+(`keras_rnncells.analysis.omission`), per token for a few texts (HTML and one
+PNG per text) and averaged per token over the run's test set (in the HTML and
+in ``omission_tokens.json``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from keras_rnncells.analysis.omission import (
     seq2seq_token_ids,
 )
 from keras_rnncells.analysis.render import omission_html, omission_png
+from keras_rnncells.analysis.sources import run_source
+from keras_rnncells.analysis.unit_report import write_unit_views
 from keras_rnncells.apps.runs import read_model
 from keras_rnncells.apps.sentiment import SentimentClassifier, sentiment_splits
 from keras_rnncells.data.dates import date_splits
@@ -74,24 +78,44 @@ def text_encoder(model: Any, settings: dict, root: Any = None) -> TextEncoder | 
 def inspect_run(
     run_dir: str | os.PathLike, texts: Sequence[str] | None = None, root: Any = None
 ) -> dict[str, Path]:
-    """Writes the views of ``run_dir`` (a run directory of ``rnncells train``)
-    into ``run_dir/inspect/``; returns the files written by name. ``texts``:
-    the texts shown one by one (default: the first test texts); ``root``: the
-    data folder (default: ``$RNNCELLS_DATA`` or ``../shared/data``)."""
+    """Writes the views of ``run_dir`` (a run directory of ``rnncells train``:
+    any application or task) into ``run_dir/inspect/``; returns the files
+    written by name. ``texts``: the texts shown one by one (default: the
+    first held-out rows); ``root``: the data folder (default:
+    ``$RNNCELLS_DATA`` or ``../shared/data``)."""
     run_dir = Path(os.path.abspath(run_dir))
     if not run_dir.is_dir():
         raise ValueError(f"Argument `run_dir`: {run_dir} is not a run directory")
-    model = read_model(run_dir)
-    settings = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))["settings"]
-    encoder = text_encoder(model, settings, root)
-    if encoder is None:
+    if not (run_dir / "results.json").is_file():
         raise ValueError(
-            f"Argument `run_dir`: {run_dir} holds a {type(model).__name__}; `rnncells inspect` "
-            "has views for sentiment and seq2seq runs only so far"
+            f"Argument `run_dir`: {run_dir} has no results.json: not a finished run of "
+            "`rnncells train`"
         )
-    corpus = encoder.test_texts[:CORPUS_LIMIT]
-    shown = [" ".join(text.split()[:MAX_WORDS]) for text in (texts or corpus[:SHOWN])]
-    return write_omission_views(encoder, shown, corpus, run_dir / INSPECT_DIR)
+    model = read_model(run_dir)
+    results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    source = run_source(model, results, root)
+    if source is None:
+        raise ValueError(
+            f"Argument `run_dir`: {run_dir} holds a {type(model).__name__}, not a model of "
+            "`rnncells train` (an application or a task)"
+        )
+    if texts is not None and not source.text_streams:
+        raise ValueError(
+            f"Argument `texts`: the {source.label} reads real-valued steps, not text: "
+            "run without --text"
+        )
+    shown_batch = source.shown(texts)  # a bad text fails before any work
+    out = run_dir / INSPECT_DIR
+    written = write_unit_views(source, shown_batch, out, f"{source.label}, {run_dir.name}")
+    encoder = text_encoder(model, results["settings"], root)
+    if encoder is not None:
+        corpus = encoder.test_texts[:CORPUS_LIMIT]
+        shown = [" ".join(text.split()[:MAX_WORDS]) for text in (texts or corpus[:SHOWN])]
+        note = written.pop("note", None)
+        written.update(write_omission_views(encoder, shown, corpus, out))
+        if note is not None:
+            written["note"] = note
+    return written
 
 
 def write_omission_views(
