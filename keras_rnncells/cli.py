@@ -288,13 +288,31 @@ def run_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# The flags of `rnncells train` that only some trainers read (the others
+# would ignore them): who reads each, the data tasks ("tasks") or apps.
+FLAG_READERS = {
+    **{name: ("tasks",) for name in ("layers", "norm_stabilizer", "temporal_coherence")},
+    "batch_norm": ("tasks",),
+    "word_dropout": ("tasks", "sentiment"),
+    **{name: ("sentiment",) for name in ("dataset", "pretrain", "pretrain_epochs")},
+}
+
+
 def train_check(args: argparse.Namespace) -> None:
-    """No finished run in ``--out`` unless ``--overwrite``; distribution flags that go together."""
+    """No finished run in ``--out`` unless ``--overwrite``; no flag the
+    trainer would ignore (`FLAG_READERS`); distribution flags that go together."""
     if (Path(args.out) / "results.json").exists() and not args.overwrite:
         fail(
             f"--out {args.out} already holds a finished run (results.json); "
             "pass --overwrite to replace it, or choose another --out"
         )
+    trainer = args.name if args.name in APPS else "tasks"
+    for name, readers in FLAG_READERS.items():
+        if getattr(args, name, None) is not None and trainer not in readers:
+            named = " and ".join(
+                "the data tasks" if reader == "tasks" else f"the {reader} app" for reader in readers
+            )
+            fail(f"--{name.replace('_', '-')} applies to {named}, not to {args.name}")
     check_distribution(args)
 
 

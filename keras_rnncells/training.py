@@ -176,12 +176,17 @@ class ResumableRun(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         self.rows.append({"epoch": epoch, **{k: float(v) for k, v in sorted((logs or {}).items())}})
-        arrays = {"epoch": np.array(epoch + 1), "history": np.array(json.dumps(self.rows))}
+        # history.csv first: a kill between the two leaves a row the resumed run rewrites
+        write_csv(self.history, self.rows)
+        self.save(epoch + 1)
+
+    def save(self, epochs: int) -> None:
+        """Writes the backup of the model (set by ``set_model``) as a run
+        that has trained ``epochs`` epochs, with this run's history rows."""
+        arrays = {"epoch": np.array(epochs), "history": np.array(json.dumps(self.rows))}
         for group, variables in self.variables().items():
             for index, variable in enumerate(variables):
                 arrays[f"{group}/{index}"] = keras.ops.convert_to_numpy(variable)
-        # history.csv first: a kill between the two leaves a row the resumed run rewrites
-        write_csv(self.history, self.rows)
         write_atomically(self.path, lambda temporary: np.savez(temporary, **arrays))
 
     def on_train_end(self, logs: dict | None = None) -> None:

@@ -171,6 +171,14 @@ ANTICIPATED_ERRORS = {
         ["train", "color-namer", "--out", "run", "--strategy", "mirrored"],
         r"--strategy is supported for the data tasks \(.*\), not for the application",
     ),
+    "flag-an-app-ignores": (
+        ["train", "color-namer", "--word-dropout", "0.2", "--out", "run"],
+        r"--word-dropout applies to the data tasks and the sentiment app, not to color-namer$",
+    ),
+    "flag-a-task-ignores": (
+        ["train", "ptb", "--pretrain", "lm", "--out", "run"],
+        r"--pretrain applies to the sentiment app, not to ptb$",
+    ),
     "missing-data": (
         ["train", "sst2", "--out", "runs/sst2", "--epochs", "1"],
         r"No benchmark data folder at /\S*/no-data\. Set \$RNNCELLS_DATA to the folder",

@@ -17,7 +17,6 @@ training split the classifier is fine-tuned on.
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,7 +50,6 @@ from keras_rnncells.training import (
     fit_run,
     run_directory,
     settings_from_arguments,
-    write_atomically,
 )
 
 LABELS = ("negative", "positive")
@@ -376,15 +374,11 @@ def pretrain_run(
 
 
 def backup_at_start(model: keras.Model, run_dir: Path) -> None:
-    """Writes ``model``'s backup (`ResumableRun`'s state file: its variables
-    and its optimizer's, no history rows) as a run at epoch 0."""
+    """Writes ``model``'s backup (`ResumableRun`'s: its variables and its
+    optimizer's, no history rows) as a run at epoch 0."""
     backup = ResumableRun(run_dir)
     backup.set_model(model)
-    arrays = {"epoch": np.array(0), "history": np.array(json.dumps([]))}
-    for group, variables in backup.variables().items():
-        for index, variable in enumerate(variables):
-            arrays[f"{group}/{index}"] = keras.ops.convert_to_numpy(variable)
-    write_atomically(backup.path, lambda temporary: np.savez(temporary, **arrays))
+    backup.save(0)
 
 
 def train_from_arguments(args: Any) -> None:
