@@ -11,6 +11,8 @@ import importlib.util
 import json
 import re
 import shlex
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -281,6 +283,16 @@ def test_language_model_perplexity_leaves_the_penalties_out(require_data, tmp_pa
           "--temporal-coherence", "100", "--out", str(out)])  # fmt: skip
     test = read_results(out)["test"]
     assert test["loss"] > test["cross_entropy"] + 1e-3  # the penalty counts in the loss
+    # A fresh `rnncells` process (the package imported lazily) loads the model
+    # with its penalty layer and metric.
+    done = subprocess.run(
+        [sys.executable, "-m", "keras_rnncells.cli", "inspect", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (out / "inspect" / "saturation.png").is_file()
     assert test["perplexity"] == pytest.approx(np.exp(test["cross_entropy"]))
     tokens = np.array([[5, 7, 0]], "int32")
     logits = np.log(np.array([[[0.2, 0.3, 0.5], [0.6, 0.3, 0.1], [1, 1, 1]]], "float32"))

@@ -47,7 +47,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "export": {"cells", "checks", "layers", "locks", "seq2seq", "text", "training"},
     "apps": {
         *("cells", "checks", "data", "defaults", "export", "layers"),
-        *("locks", "seq2seq", "text", "training"),
+        *("locks", "metrics", "regularizers", "seq2seq", "text", "training"),
     },
     "analysis": {"apps", "cells", "checks", "data", "layers", "seq2seq", "text", "training"},
 }

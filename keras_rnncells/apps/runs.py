@@ -12,6 +12,9 @@ from pathlib import Path
 
 import keras
 
+# The task models' classes besides cells and layers: a penalty layer, the
+# language models' metric (registered with Keras as their modules load).
+from keras_rnncells import metrics, regularizers  # noqa: F401
 from keras_rnncells.apps.registry import load_apps
 from keras_rnncells.export.command import FORMATS, export_servable
 
