@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from keras_rnncells.cells.registry import get_cell
 from keras_rnncells.checks import check_positive_int, check_rate
-from keras_rnncells.data import Task, load_task, task_options
+from keras_rnncells.data import Task, load_task, size_options
 from keras_rnncells.defaults import TASK_DEFAULTS, Settings, TaskDefaults
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
 from keras_rnncells.layers import RNN, WordDropout
@@ -214,18 +214,6 @@ def evaluate(model: keras.Model, task: Task) -> dict[str, float]:
 
 
 # -- one run ------------------------------------------------------------------------
-def size_options(task: str, limit: int | None) -> dict[str, int]:
-    """The task options capping every split at ``limit`` examples (for PTB,
-    tokens per split)."""
-    if limit is None:
-        return {}
-    options = task_options(task)
-    if "limit" in options:
-        return {"limit": limit}
-    sizes = ("train_size", "validation_size", "test_size")
-    return {name: min(limit, options[name]) for name in sizes if name in options}
-
-
 def reproduce_command(task: str, run_dir: Path, settings: Settings) -> str:
     """The ``rnncells train`` command of a run (see `FLAG_SETTINGS`)."""
     defaults = task_defaults(task).settings

@@ -20,13 +20,12 @@ import pytest
 
 import keras_rnncells  # noqa: F401 (registers the layers model.keras needs)
 from keras_rnncells.cli import TRAINABLE, build_parser, main
-from keras_rnncells.data import list_tasks, load_task
+from keras_rnncells.data import list_tasks, load_task, size_options
 from keras_rnncells.data.logic import VOCABULARY
 from keras_rnncells.experiments import (
     PLOT_NOTE,
     TASK_DEFAULTS,
     build_model,
-    size_options,
     task_settings,
     train_task,
 )

@@ -16,6 +16,7 @@ import html
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -70,21 +71,31 @@ def omission_html(
         body.append(f'<p class="sentence">{spans}</p>')
     if token_means is not None:
         body.append(token_tables(token_means, top))
+    return html_page(title, STYLE, body)
+
+
+def token_ticks(axes: Any, tokens: Sequence[str], rotation: int, **options: Any) -> None:
+    """Labels the x axis of ``axes`` with ``tokens`` (one per step, slanted by
+    ``rotation`` degrees, ``options`` for the labels), blanks made visible and
+    ``parse_math=False``: a "$" in user text is a dollar, not a formula."""
+    axes.set_xticks(
+        np.arange(len(tokens)),
+        [visible(token) for token in tokens],
+        rotation=rotation,
+        ha="right",
+        rotation_mode="anchor",
+        parse_math=False,
+        **options,
+    )
+
+
+def html_page(title: str, style: str, body: Sequence[str]) -> str:
+    """A self-contained HTML page: ``title``, the inline CSS ``style`` and
+    the ``body`` elements (no script, nothing fetched)."""
+    head = ['<meta charset="utf-8">', f"<title>{html.escape(title)}</title>"]
+    opening = ["<!DOCTYPE html>", '<html lang="en">', "<head>", *head]
     return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            '<html lang="en">',
-            "<head>",
-            '<meta charset="utf-8">',
-            f"<title>{html.escape(title)}</title>",
-            f"<style>{STYLE}</style>",
-            "</head>",
-            "<body>",
-            *body,
-            "</body>",
-            "</html>",
-            "",
-        ]
+        [*opening, f"<style>{style}</style>", "</head>", "<body>", *body, "</body>", "</html>", ""]
     )
 
 
@@ -185,15 +196,7 @@ def omission_png(
     fig = Figure(figsize=(max(4.0, 1.5 + 0.35 * len(pieces)), 3.6))
     axes = fig.add_subplot()
     axes.bar(np.arange(len(pieces)), scores, color="tab:red")
-    # parse_math=False: a "$" in user text is a dollar, not the start of a formula
-    axes.set_xticks(
-        np.arange(len(pieces)),
-        [visible(piece) for piece in pieces],
-        rotation=60,
-        ha="right",
-        rotation_mode="anchor",
-        parse_math=False,
-    )
+    token_ticks(axes, pieces, rotation=60)
     axes.set_ylabel("omission score 1 − cos")
     axes.set_title(title, parse_math=False)
     axes.set_xlim(-0.6, max(len(pieces), 1) - 0.4)

@@ -40,7 +40,7 @@ from keras_rnncells.apps.color_namer import ColorNamer
 from keras_rnncells.apps.colors import ColorSettings, load_colors, run_splits
 from keras_rnncells.apps.name_to_color import NameToColor
 from keras_rnncells.apps.sentiment import SentimentClassifier, sentiment_splits
-from keras_rnncells.data import list_tasks, load_task, task_options
+from keras_rnncells.data import list_tasks, load_task, size_options
 from keras_rnncells.data.dates import date_splits
 from keras_rnncells.data.vocabulary import UNK, tokenize
 from keras_rnncells.layers.rnn import RNN
@@ -293,18 +293,6 @@ def named_colors(texts: Sequence[str], settings: dict, root: Any) -> tuple[list,
 
 
 # -- the papers' tasks ----------------------------------------------------------------
-def task_size_options(task: str, limit: int | None) -> dict[str, int]:
-    """The options a task run with ``--limit`` loaded its data with (as
-    ``rnncells train TASK`` does): the same vocabulary and test split."""
-    if limit is None:
-        return {}
-    options = task_options(task)
-    if "limit" in options:
-        return {"limit": limit}
-    sizes = ("train_size", "validation_size", "test_size")
-    return {name: min(limit, options[name]) for name in sizes if name in options}
-
-
 def task_layers(model: Any, stream: str) -> dict[int, tuple[str, str]]:
     names = {}
     for layer in model.layers:
@@ -323,7 +311,7 @@ def task_source(model: Any, name: str, settings: dict, root: Any) -> RunSource:
         batch_size=settings.get("batch_size", 32),  # PTB's windows depend on it
         seed=settings.get("seed", 0),
         root=root,
-        **task_size_options(name, settings.get("limit")),
+        **size_options(name, settings.get("limit")),
     )
     tokens = task.vocabulary_size is not None
     stream = "tokens" if tokens else "steps"

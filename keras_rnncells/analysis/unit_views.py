@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_rnncells.analysis.render import visible
+from keras_rnncells.analysis.render import html_page, token_ticks, visible
 from keras_rnncells.training import write_atomically
 
 __all__ = [
@@ -160,23 +160,7 @@ def embedded_png(path: Path, alt: str) -> str:
 def activation_page(title: str, sections: Sequence[str]) -> str:
     """The self-contained HTML page (inline CSS, images as data URIs, no
     script, nothing fetched) around ``sections``."""
-    return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            '<html lang="en">',
-            "<head>",
-            '<meta charset="utf-8">',
-            f"<title>{html.escape(title)}</title>",
-            f"<style>{STYLE}</style>",
-            "</head>",
-            "<body>",
-            f"<h1>{html.escape(title)}</h1>",
-            *sections,
-            "</body>",
-            "</html>",
-            "",
-        ]
-    )
+    return html_page(title, STYLE, [f"<h1>{html.escape(title)}</h1>", *sections])
 
 
 def figure_class():
@@ -330,15 +314,7 @@ def hidden_png(
         axes.set_ylabel("unit")
         axes.set_title(name, fontsize=10, loc="left", parse_math=False)
         if tokens is not None and len(tokens) <= 80:
-            axes.set_xticks(
-                np.arange(len(tokens)),
-                [visible(t) for t in tokens],
-                rotation=70,
-                ha="right",
-                rotation_mode="anchor",
-                fontsize=8,
-                parse_math=False,
-            )
+            token_ticks(axes, tokens, rotation=70, fontsize=8)
         else:
             axes.set_xlabel("step")
     fig.colorbar(image, ax=list(panels), label="activation", fraction=0.03)

@@ -15,6 +15,7 @@ from keras_rnncells.data.tasks import (
     list_tasks,
     load_task,
     register_task,
+    size_options,
     task_options,
 )
 from keras_rnncells.data.vocabulary import build_vocabulary, tokenize
@@ -34,6 +35,7 @@ __all__ = [
     "ptb",
     "register_task",
     "sentiment",
+    "size_options",
     "synthetic",
     "task_options",
     "tokenize",

@@ -108,6 +108,18 @@ def task_options(name: str) -> dict[str, object]:
     return {p.name: p.default for p in parameters}
 
 
+def size_options(task: str, limit: int | None) -> dict[str, int]:
+    """The options of ``task`` capping every split at ``limit`` examples (for
+    PTB, tokens per split): what ``rnncells train TASK --limit`` loads with."""
+    if limit is None:
+        return {}
+    options = task_options(task)
+    if "limit" in options:
+        return {"limit": limit}
+    sizes = ("train_size", "validation_size", "test_size")
+    return {name: min(limit, options[name]) for name in sizes if name in options}
+
+
 def load_task(name: str, **options: object) -> Task:
     """Build task ``name``. Every task takes ``batch_size``, ``seed`` and
     ``root`` (the data folder, see `data_root`) plus its own sizes (see
