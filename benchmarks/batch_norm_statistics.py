@@ -70,8 +70,8 @@ def main() -> None:
             accuracy(model, task.validation, False, args.batches),
         )
     )
-    print(f"{args.run_dir}: validation accuracy ({args.batches} batches), test "
-          f"{results['test_metric']:.4f} in results.json")  # fmt: skip
+    test = results["test_metric"]
+    print(f"{args.run_dir}: validation accuracy ({args.batches} batches); test {test:.4f}")
     print("| statistics | validation accuracy |\n|---|---:|")
     for name, value in rows:
         print(f"| {name} | {100 * value:.2f}% |")

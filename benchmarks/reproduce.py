@@ -411,8 +411,8 @@ class SentimentExperiment:
             path = out / "runs" / self.key / name / "results.json"
             if path.exists():
                 results[name] = json.loads(path.read_text(encoding="utf-8"))
-        lines = [f"## {self.title}", "", f"- Paper: {self.paper}.", "- No threshold: the "
-                 "numbers are reported.", ""]  # fmt: skip
+        lines = [f"## {self.title}", "", f"- Paper: {self.paper}."]
+        lines += ["- No threshold: the numbers are reported.", ""]
         lines += [
             "| run | pre-training | pre-training perplexity | test accuracy | pre-training s "
             "| fine-tuning s | epochs |",
@@ -421,9 +421,9 @@ class SentimentExperiment:
         commands = []
         for name, run in results.items():
             pretraining = run.get("pretraining")
-            objective = "none" if pretraining is None else (
-                f"{pretraining['objective']}, {pretraining['epochs']} epoch(s)"
-            )  # fmt: skip
+            objective = "none"
+            if pretraining is not None:
+                objective = f"{pretraining['objective']}, {pretraining['epochs']} epoch(s)"
             perplexity = "-" if pretraining is None else f"{pretraining['perplexity']:.1f}"
             seconds = "-" if pretraining is None else f"{pretraining['training_seconds']:.0f}"
             lines.append(
@@ -439,8 +439,8 @@ class SentimentExperiment:
         if results:
             first = next(iter(results.values()))["settings"]
             shown = {k: v for k, v in first.items() if k not in ("pretrain", "pretrain_epochs")}
-            lines += ["", "Settings of every run: " + ", ".join(f"{k} {v}" for k, v in
-                                                              shown.items()) + "."]  # fmt: skip
+            listed = ", ".join(f"{key} {value}" for key, value in shown.items())
+            lines += ["", f"Settings of every run: {listed}."]
         return [*lines, *self.notes, "", "Commands:", "", "```", *commands, "```", ""]
 
 

@@ -278,8 +278,8 @@ def test_penalties_on_the_hidden_sequences_of_a_token_task(tmp_path, capsys):
 def test_language_model_perplexity_leaves_the_penalties_out(require_data, tmp_path):
     require_data("ptb")
     out = tmp_path / "ptb"
-    main(["train", "ptb", "--units", "3", *TINY[:4], "--limit", "300", "--layers", "1",
-          "--temporal-coherence", "100", "--out", str(out)])  # fmt: skip
+    penalty = ["--temporal-coherence", "100"]
+    main(["train", "ptb", "--units", "3", *TINY[:4], "--limit", "300", *penalty, "--out", str(out)])
     test = read_results(out)["test"]
     assert test["loss"] > test["cross_entropy"] + 1e-3  # the penalty counts in the loss
     # A fresh `rnncells` process (the package imported lazily) loads the model
