@@ -294,7 +294,9 @@ def test_scale_quick_run(scale, tmp_path, capsys):
     for (name, steps), row in rows.items():
         assert row["error"] is None, row["error"]
         assert row["path"] == ("keras" if name == "keras_gru" else "fused")
-        assert row["train_ms"] > 0 and row["peak_mib"] >= 0 and row["base_mib"] > 0
+        # Linux syncs per-thread RSS counters lazily (a few pages): a step of
+        # the quick sizes, which allocates little, can read a few KiB below 0.
+        assert row["train_ms"] > 0 and row["peak_mib"] > -0.25 and row["base_mib"] > 0
         assert row["ms_per_step"] == pytest.approx(row["train_ms"] / steps)
         reference = rows[("keras_gru", steps)]["peak_mib"]
         if reference > 0:
