@@ -3,11 +3,12 @@ cell (``keras_rnncells.cells``), the ``RNN`` layer, the named layers and
 word dropout (``keras_rnncells.layers``), MuFuRU's operation registry and the
 norm-stabilizer and temporal-coherence penalties, the language models' token
 cross-entropy metric; encoder-decoders
-(``keras_rnncells.seq2seq``), in-graph tokenizers (``keras_rnncells.text``)
-and the applications (``keras_rnncells.apps``, whose model classes Keras then
-knows) as subpackages."""
+(``keras_rnncells.seq2seq``), tree encoders (``keras_rnncells.tree``),
+in-graph tokenizers (``keras_rnncells.text``) and the applications
+(``keras_rnncells.apps``, whose model classes Keras then knows) as
+subpackages."""
 
-from keras_rnncells import apps, cells, layers, seq2seq, text
+from keras_rnncells import apps, cells, layers, seq2seq, text, tree
 from keras_rnncells.cells import *  # noqa: F403 (names listed in cells.__all__)
 from keras_rnncells.cells.mufuru import register_operation
 from keras_rnncells.layers import *  # noqa: F403 (names listed in layers.__all__)
@@ -36,4 +37,5 @@ __all__ = [
     "seq2seq",
     "temporal_coherence",
     "text",
+    "tree",
 ]

@@ -37,7 +37,7 @@ from keras_rnncells.cli_runtime import (
     no_new_empty_directories,
     quiet_libraries,
 )
-from keras_rnncells.defaults import APPS, STRATEGIES, TASK_DEFAULTS, cluster_config
+from keras_rnncells.defaults import APPS, MODELS, STRATEGIES, TASK_DEFAULTS, cluster_config
 
 
 @dataclass(frozen=True)
@@ -191,6 +191,11 @@ def cell_name(text: str) -> str:
     return text
 
 
+def cell_or_tree_model(text: str) -> str:
+    """A registered cell's name, or a tree model of `MODELS` (``rnncells compare``)."""
+    return text if text in MODELS[1:] else cell_name(text)
+
+
 def train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "name",
@@ -198,6 +203,18 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         help="; ".join(f"{name}: {help}" for name, (_, help) in sorted(TRAINABLE.items())),
     )
     parser.add_argument("--cell", type=cell_name, help="registered cell name (rnncells cells)")
+    parser.add_argument(
+        "--model",
+        choices=MODELS,
+        help="data tasks: rnn (default), recurrent layers of --cell along the sequence; "
+        "treelstm or spinn, a binary Tree-LSTM (Tai et al. 2015) or SPINN (Bowman et al. "
+        "2016) along the tree the tokens spell in postfix order (logic)",
+    )
+    parser.add_argument(
+        "--shape",
+        choices=("chain", "tree"),
+        help="logic: formulas as chains (default, the MuFuRU paper's) or random binary trees",
+    )
     parser.add_argument("--units", type=positive_int, help="units per recurrent layer")
     parser.add_argument("--layers", type=positive_int, help="data tasks: stacked recurrent layers")
     parser.add_argument(
@@ -292,6 +309,8 @@ def run_arguments(parser: argparse.ArgumentParser) -> None:
 # would ignore them): who reads each, the data tasks ("tasks") or apps.
 FLAG_READERS = {
     **{name: ("tasks",) for name in ("layers", "norm_stabilizer", "temporal_coherence")},
+    "model": ("tasks",),
+    "shape": ("logic",),
     "batch_norm": ("tasks",),
     "word_dropout": ("tasks", "sentiment"),
     **{name: ("sentiment",) for name in ("dataset", "pretrain", "pretrain_epochs")},
@@ -308,9 +327,12 @@ def train_check(args: argparse.Namespace) -> None:
         )
     trainer = args.name if args.name in APPS else "tasks"
     for name, readers in FLAG_READERS.items():
-        if getattr(args, name, None) is not None and trainer not in readers:
+        if getattr(args, name, None) is not None and not {trainer, args.name} & set(readers):
             named = " and ".join(
-                "the data tasks" if reader == "tasks" else f"the {reader} app" for reader in readers
+                "the data tasks"
+                if reader == "tasks"
+                else f"the {reader} {'app' if reader in APPS else 'task'}"
+                for reader in readers
             )
             fail(f"--{name.replace('_', '-')} applies to {named}, not to {args.name}")
     check_distribution(args)
@@ -413,7 +435,15 @@ def compare_arguments(parser: argparse.ArgumentParser) -> None:
         help="; ".join(f"{name}: {d.help}" for name, d in sorted(TASK_DEFAULTS.items())),
     )
     parser.add_argument(
-        "--cells", type=comma_list(cell_name), default=["gru", "mgu"], help="e.g. gru,mgu,mufuru"
+        "--cells",
+        type=comma_list(cell_or_tree_model),
+        default=["gru", "mgu"],
+        help="e.g. gru,mgu,mufuru; on logic also the tree models treelstm and spinn",
+    )
+    parser.add_argument(
+        "--shape",
+        choices=("chain", "tree"),
+        help="logic: formulas as chains (default) or random binary trees",
     )
     parser.add_argument(
         "--units",
@@ -426,7 +456,7 @@ def compare_arguments(parser: argparse.ArgumentParser) -> None:
 def compare_run(args: argparse.Namespace) -> None:
     from keras_rnncells.experiments import compare_cells
 
-    options = ("units", "epochs", "batch_size", "seed", "limit", "overwrite")
+    options = ("units", "epochs", "batch_size", "seed", "limit", "overwrite", "shape")
     comparison = compare_cells(
         args.task, args.out, args.cells, **{name: getattr(args, name) for name in options}
     )

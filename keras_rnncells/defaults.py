@@ -2,7 +2,8 @@
 without TensorFlow: the applications' names, modules and help lines (`APPS`,
 read by the app registry `keras_rnncells.apps.registry`), the default
 `Settings` of each data task
-(`TASK_DEFAULTS`, used by `keras_rnncells.experiments`), the names of the
+(`TASK_DEFAULTS`, used by `keras_rnncells.experiments`), the models a task
+can compose with (`MODELS`), the names of the
 distribution strategies (`STRATEGIES`, built by `keras_rnncells.distribute`)
 and the check of ``TF_CONFIG`` (`cluster_config`), so that a malformed one is
 told before TensorFlow is imported."""
@@ -16,6 +17,11 @@ from collections.abc import Mapping
 from typing import Any
 
 STRATEGIES = ("none", "mirrored", "multiworker")
+# What a data task's model composes along: "rnn", the recurrent layers of the
+# run's cell along the sequence; "treelstm" and "spinn", the binary Tree-LSTM
+# and SPINN along the tree the tokens spell in postfix order
+# (`keras_rnncells.tree.ShiftReduceEncoder`), for tasks whose tokens do.
+MODELS = ("rnn", "treelstm", "spinn")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +78,8 @@ class Settings:
     # None: no averaging; else the optimizer keeps an exponential moving average
     # of the weights with this momentum, used for validation, test and the saved model
     ema_momentum: float | None = None
+    model: str = "rnn"  # one of MODELS
+    shape: str = "chain"  # logic: formulas as chains or random trees (its `shape` option)
     seed: int = 0
     limit: int | None = None
 

@@ -27,9 +27,9 @@ import numpy as np
 import tensorflow as tf
 
 from keras_rnncells.cells.registry import get_cell
-from keras_rnncells.checks import check_positive_int, check_rate
-from keras_rnncells.data import Task, load_task, size_options
-from keras_rnncells.defaults import TASK_DEFAULTS, Settings, TaskDefaults
+from keras_rnncells.checks import check_choice, check_positive_int, check_rate
+from keras_rnncells.data import Task, load_task, size_options, task_options
+from keras_rnncells.defaults import MODELS, TASK_DEFAULTS, Settings, TaskDefaults
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
 from keras_rnncells.layers import RNN, WordDropout
 from keras_rnncells.locks import run_lock
@@ -43,17 +43,29 @@ from keras_rnncells.training import (
     write_atomically,
     write_json,
 )
+from keras_rnncells.tree import ShiftReduceEncoder, TransitionsFromTokens
 
 # The penalties on hidden sequences a task run takes, by setting name.
 PENALTIES = {"norm_stabilizer": NormStabilizer, "temporal_coherence": TemporalCoherence}
 # The settings `rnncells train TASK` takes from its flags (`--batch-size` for
 # batch_size), in the order a run's reproducing command writes them: the
-# first five always, the others where they differ from the task's default.
+# first five always (but the cell of a tree model), the others where they
+# differ from the task's default.
 ALWAYS_WRITTEN = ("cell", "units", "epochs", "batch_size", "seed")
 FLAG_SETTINGS = (
     *ALWAYS_WRITTEN,
-    *("layers", "limit", "word_dropout", "norm_stabilizer", "temporal_coherence", "batch_norm"),
+    *("model", "shape", "layers", "limit", "word_dropout"),
+    *("norm_stabilizer", "temporal_coherence", "batch_norm"),
 )
+# The settings of recurrent layers along the sequence, which a tree model
+# (a model other than "rnn") does not have: each one's value that is no
+# setting at all.
+CHAIN_ONLY = {
+    "layers": 1,
+    "bidirectional": False,
+    "batch_norm": False,
+    **dict.fromkeys(PENALTIES, 0.0),
+}
 PLOT_NOTE = "matplotlib is not installed (pip install 'keras-rnncells[plot]'): no PNG written"
 # How many of the most frequent symbols the operation-weights figure shows.
 MAX_SYMBOLS = 24
@@ -72,6 +84,17 @@ def task_settings(task: str, **overrides: Any) -> Settings:
     given = {key: value for key, value in overrides.items() if value is not None}
     settings = dataclasses.replace(task_defaults(task).settings, **given)
     get_cell(settings.cell)  # a ValueError naming the registered cells
+    check_choice("model", settings.model, MODELS)
+    if settings.model != "rnn" and "cell" in given:
+        raise ValueError(
+            f"Argument `cell` applies to model 'rnn'; model {settings.model!r} composes with "
+            f"the Tree-LSTM, received: {given['cell']!r}"
+        )
+    if settings.shape != "chain" and "shape" not in task_options(task):
+        raise ValueError(
+            f"Argument `shape` applies to the logic task, not to {task!r}, "
+            f"received: {settings.shape!r}"
+        )
     for name in ("units", "epochs", "batch_size", "layers", "embedding_dim"):
         check_positive_int(name, getattr(settings, name))
     if settings.limit is not None:
@@ -102,6 +125,7 @@ def build_model(
     temporal_coherence: float = 0.0,
     batch_norm: bool = False,
     ema_momentum: float | None = None,
+    model: str = "rnn",
 ) -> keras.Model:
     """A compiled model for ``task``: ``layers`` recurrent layers of ``cell``
     (``bidirectional``: each one `keras.layers.Bidirectional`, outputs
@@ -118,7 +142,12 @@ def build_model(
     with recurrent batch normalization (Cooijmans et al. 2016, the cell option
     ``batch_norm=True``); ``ema_momentum``: the
     optimizer keeps an exponential moving average of the weights (Polyak
-    averaging), which replaces them at the end of `fit`:
+    averaging), which replaces them at the end of `fit`; ``model``: "rnn" (the
+    recurrent layers above), or "treelstm" / "spinn" for a task whose tokens
+    spell trees in postfix order (``task.reduce_ids``): the embeddings
+    composed along the tree into its root (`keras_rnncells.tree.ShiftReduceEncoder`,
+    a binary Tree-LSTM of ``units``, SPINN with a tracking LSTM of ``units``
+    too) in place of the recurrent layers. The head reads:
 
     * regression: ``Dense(1)``, mean squared error;
     * binary: ``Dense(1)`` logits, binary cross-entropy, accuracy;
@@ -129,6 +158,25 @@ def build_model(
     """
     cell_class = get_cell(cell)
     check_positive_int("layers", layers)
+    check_choice("model", model, MODELS)
+    if model != "rnn" and not task.reduce_ids:
+        raise ValueError(
+            f"Argument `model` {model!r} composes along the trees a task's tokens spell in "
+            f"postfix order; task {task.name!r} has none (the logic task has)"
+        )
+    chain_settings = {
+        "layers": layers,
+        "bidirectional": bidirectional,
+        "batch_norm": batch_norm,
+        "norm_stabilizer": norm_stabilizer,
+        "temporal_coherence": temporal_coherence,
+    }
+    for name, value in chain_settings.items() if model != "rnn" else ():
+        if value != CHAIN_ONLY[name]:
+            raise ValueError(
+                f"Argument `{name}` applies to model 'rnn' (recurrent layers along the "
+                f"sequence), not to model {model!r}, received: {value!r}"
+            )
     penalties = {"norm_stabilizer": norm_stabilizer, "temporal_coherence": temporal_coherence}
     word_dropout = check_rate("word_dropout", word_dropout)
     if task.vocabulary_size is not None:
@@ -156,7 +204,9 @@ def build_model(
             f"and a {task.kind} head, received: {betas[name]}"
         )
     drop = keras.layers.Dropout(check_rate("dropout", dropout)) if dropout else None
-    for index in range(layers):
+    if model != "rnn":
+        x = tree_root(task, model, units, inputs, drop(x) if drop else x)
+    for index in range(layers if model == "rnn" else 0):
         x = drop(x) if drop else x
         returns_sequence = per_step or index < layers - 1
         layer = RNN(
@@ -170,7 +220,8 @@ def build_model(
         for name, beta in betas.items() if returns_sequence else ():
             x = PENALTIES[name](beta, name=f"{name}_{index + 1}")(x)
     outputs = keras.layers.Dense(task.output_units, name="logits")(drop(x) if drop else x)
-    model = keras.Model(inputs, outputs, name=f"{task.name}_{cell}")
+    name = f"{task.name}_{cell if model == 'rnn' else model}"
+    model = keras.Model(inputs, outputs, name=name)
     loss, metrics = head(task.kind)
     options = {"learning_rate": learning_rate, "clipnorm": clipnorm}
     if ema_momentum is not None:
@@ -180,6 +231,15 @@ def build_model(
     # variable-length batches would each compile the step again.
     model.compile(optimizer=optimizer_object, loss=loss, metrics=metrics, jit_compile=False)
     return model
+
+
+def tree_root(task: Task, model: str, units: int, tokens: Any, embedded: Any) -> Any:
+    """The root's state of the tree ``tokens`` spell in postfix order, composed
+    by the Tree-LSTM (``model`` "treelstm") or by SPINN ("spinn")."""
+    transitions = TransitionsFromTokens(task.reduce_ids, name="transitions")(tokens)
+    tracking = units if model == "spinn" else 0
+    encoder = ShiftReduceEncoder(units, tracking_units=tracking, name="tree")
+    return encoder([embedded, transitions])
 
 
 def head(kind: str) -> tuple[keras.losses.Loss, list]:
@@ -220,6 +280,8 @@ def reproduce_command(task: str, run_dir: Path, settings: Settings) -> str:
     words = ["rnncells", "train", task]
     for name in FLAG_SETTINGS:
         value = getattr(settings, name)
+        if name == "cell" and settings.model != "rnn":
+            continue  # a tree model has no cell
         flag = "--" + name.replace("_", "-")
         if isinstance(value, bool):  # a switch
             words += [flag] if value else []
@@ -245,6 +307,8 @@ def train_task(
     norm_stabilizer: float | None = None,
     temporal_coherence: float | None = None,
     batch_norm: bool | None = None,
+    model: str | None = None,
+    shape: str | None = None,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
     the test split, write the run directory (see the module); returns the
@@ -267,6 +331,8 @@ def train_task(
         norm_stabilizer=norm_stabilizer,
         temporal_coherence=temporal_coherence,
         batch_norm=batch_norm,
+        model=model,
+        shape=shape,
     )
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
@@ -290,6 +356,7 @@ def train_settings(
         batch_size=settings.batch_size,
         seed=settings.seed,
         **size_options(task_name, settings.limit),
+        **({"shape": settings.shape} if "shape" in task_options(task_name) else {}),
     )
     model_options = (
         "layers",
@@ -302,6 +369,7 @@ def train_settings(
         *PENALTIES,
         "batch_norm",
         "ema_momentum",
+        "model",
     )
     with strategy.scope():  # variables mirrored on every replica
         model = build_model(
@@ -327,7 +395,7 @@ def train_settings(
         "task": task_name,
         "kind": task.kind,
         "description": task.description,
-        "cell": settings.cell,
+        "cell": settings.cell if settings.model == "rnn" else settings.model,
         "metric": "mse" if metric == "loss" else metric,
         "test_metric": scores[metric],
         "test": scores,
@@ -338,15 +406,16 @@ def train_settings(
         "defaults_follow": task_defaults(task_name).source,
         "command": reproduce_command(task_name, run_dir, settings),
     }
-    if settings.cell == "mufuru" and task.vocabulary_size is not None:
+    if settings.model == "rnn" and settings.cell == "mufuru" and task.vocabulary_size is not None:
         results["operation_weights"] = average_operation_weights(model, task)
     results["plots"] = write_plots(run_dir, results)
     return finish_run(run_dir, model, results)
 
 
 def recurrent_parameter_count(model: keras.Model) -> int:
-    """Trainable parameters of the recurrent layers (embedding and head excluded)."""
-    recurrent = (RNN, keras.layers.Bidirectional)
+    """Trainable parameters of the recurrent layers or the tree encoder
+    (embedding and head excluded)."""
+    recurrent = (RNN, keras.layers.Bidirectional, ShiftReduceEncoder)
     return sum(parameter_count(layer) for layer in model.layers if isinstance(layer, recurrent))
 
 
@@ -451,9 +520,12 @@ def compare_cells(
     limit: int | None = None,
     overwrite: bool = False,
     verbose: int | str = "auto",
+    shape: str | None = None,
 ) -> dict[str, Any]:
     """One `train_task` run per cell and hidden size, in ``run_dir/CELL-UNITS``
-    (``units`` None: the task's default); a sub-run already finished is
+    (``units`` None: the task's default); a name in ``cells`` may also be a
+    tree model of `MODELS` ("treelstm", "spinn"), run as ``model``;
+    ``shape``: the logic task's formulas. A sub-run already finished is
     reused unless ``overwrite``, so comparisons can grow run by run. Writes
     ``compare.json`` and, over several sizes, ``hidden_size.png`` (test metric
     against units, the MuFuRU paper's Figure 1a); returns the comparison. A
@@ -461,8 +533,9 @@ def compare_cells(
     (`keras_rnncells.locks.run_lock`)."""
     if not cells:
         raise ValueError("Argument `cells` must name at least one cell, received none")
-    for name in cells:
-        task_settings(task_name, cell=name)  # every cell and the task checked before training
+    runs_of = {name: ({"model": name} if name in MODELS[1:] else {"cell": name}) for name in cells}
+    for name in cells:  # every cell and the task checked before training
+        task_settings(task_name, shape=shape, **runs_of[name])
     run_dir = Path(run_dir)
     with run_lock(run_dir):  # one comparison at a time in run_dir
         sizes = list(units) if units else [None]
@@ -478,14 +551,15 @@ def compare_cells(
                     results = train_task(
                         task_name,
                         sub_dir,
-                        name,
-                        size,
-                        epochs,
-                        batch_size,
-                        seed,
-                        limit,
-                        verbose,
+                        units=size,
+                        epochs=epochs,
+                        batch_size=batch_size,
+                        seed=seed,
+                        limit=limit,
+                        verbose=verbose,
                         overwrite=overwrite,
+                        shape=shape,
+                        **runs_of[name],
                     )
                 rows.append(
                     {

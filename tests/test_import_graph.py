@@ -34,6 +34,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "metrics": set(),
     "cells": {"checks"},
     "layers": {"cells", "checks"},
+    "tree": {"cells", "checks"},
     "text": {"checks"},
     "data": {"checks"},
     "seq2seq": {"cells", "checks", "layers", "text"},
@@ -42,7 +43,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "distribute": {"checks", "defaults"},
     "experiments": {
         *("cells", "checks", "data", "defaults", "distribute", "layers"),
-        *("locks", "metrics", "regularizers", "training"),
+        *("locks", "metrics", "regularizers", "training", "tree"),
     },
     "export": {"cells", "checks", "layers", "locks", "seq2seq", "text", "training"},
     "apps": {

@@ -135,6 +135,7 @@ def logic(
         num_classes=2,
         vocabulary_size=len(VOCABULARY),
         vocabulary=VOCABULARY,
+        reduce_ids=tuple(VOCABULARY.index(gate) for gate in GATES),
         description=(
             f"Truth value of random propositional formulas ({shape}s) in postfix order over "
             f"T/F and {len(GATES)} binary gates; {train_gates[0]}-{train_gates[1]} gates in "

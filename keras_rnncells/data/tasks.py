@@ -37,6 +37,9 @@ class Task:
       or ``vocabulary_size`` for a language model.
     * ``vocabulary``: the token of every id (``vocabulary[0]`` is the padding)
       for token tasks, empty for real-valued ones.
+    * ``reduce_ids``: for tokens that spell trees in postfix order, the ids
+      of the binary operators (each joins the two trees before it); empty
+      otherwise.
     """
 
     name: str
@@ -49,6 +52,7 @@ class Task:
     input_dim: int | None = None
     vocabulary_size: int | None = None
     vocabulary: tuple[str, ...] = ()
+    reduce_ids: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -1,0 +1,24 @@
+"""Recursive composition over trees: Tree-LSTM units, a shift-reduce encoder
+(binary Tree-LSTM and SPINN) over transitions, and the child-sum Tree-LSTM
+over parent indices, each a Keras layer over batched, padded trees."""
+
+from keras_rnncells.tree.child_sum import ChildSumTreeLSTM
+from keras_rnncells.tree.shift_reduce import (
+    PAD,
+    REDUCE,
+    SHIFT,
+    ShiftReduceEncoder,
+    TransitionsFromTokens,
+)
+from keras_rnncells.tree.tree_lstm import BinaryTreeLSTMCell, ChildSumTreeLSTMCell
+
+__all__ = [
+    "PAD",
+    "REDUCE",
+    "SHIFT",
+    "BinaryTreeLSTMCell",
+    "ChildSumTreeLSTM",
+    "ChildSumTreeLSTMCell",
+    "ShiftReduceEncoder",
+    "TransitionsFromTokens",
+]

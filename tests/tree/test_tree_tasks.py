@@ -1,0 +1,94 @@
+"""`rnncells train logic --model treelstm|spinn --shape tree` and `rnncells
+compare` with tree models, as a user runs them; what they refuse."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import keras
+import numpy as np
+import pytest
+
+from keras_rnncells.cli import main
+from keras_rnncells.data import load_task
+from keras_rnncells.data.logic import GATES, VOCABULARY
+from keras_rnncells.experiments import train_task
+
+TINY = ["--epochs", "1", "--batch-size", "4", "--limit", "8", "--units", "3"]
+
+
+def read_results(run_dir) -> dict:
+    return json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+
+
+def test_logic_tasks_know_their_trees():
+    task = load_task("logic", train_size=4, validation_size=4, test_size=4, shape="tree")
+    assert [VOCABULARY[i] for i in task.reduce_ids] == list(GATES)
+    assert not load_task("adding", train_size=4, validation_size=4, test_size=4).reduce_ids
+
+
+@pytest.mark.parametrize("model", ["treelstm", "spinn"])
+def test_train_a_tree_model_on_tree_formulas(tmp_path, model):
+    out = tmp_path / model
+    main(["train", "logic", "--model", model, "--shape", "tree", *TINY, "--out", str(out)])
+    results = read_results(out)
+    assert results["cell"] == model and results["settings"]["model"] == model
+    words = shlex.split(results["command"])
+    assert "--cell" not in words
+    assert words[words.index("--model") + 1] == model and "tree" in results["description"]
+    assert words[words.index("--shape") + 1] == "tree"
+    tree = keras.saving.load_model(out / "model.keras").get_layer("tree")
+    assert tree.tracking_units == (3 if model == "spinn" else 0)
+    assert results["recurrent_parameters"] == sum(int(np.prod(w.shape)) for w in tree.weights)
+    # The recorded command reproduces the run (a fresh directory, same numbers).
+    again = tmp_path / "again"
+    main([*words[1:-1], str(again)])
+    assert read_results(again)["test"] == results["test"]
+
+
+def test_compare_runs_tree_models_beside_cells(tmp_path, capsys):
+    out = tmp_path / "compare"
+    main(
+        ["compare", "logic", "--cells", "treelstm,gru", "--shape", "tree", *TINY, "--out", str(out)]
+    )
+    comparison = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    assert [(r["cell"], r["units"]) for r in comparison["runs"]] == [("treelstm", 3), ("gru", 3)]
+    assert read_results(out / "gru-3")["settings"]["shape"] == "tree"
+    assert "treelstm" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "adding", "--model", "spinn"], "task 'adding' has none"),
+        (
+            ["train", "logic", "--model", "treelstm", "--cell", "gru"],
+            "`cell` applies to model 'rnn'",
+        ),
+        (
+            ["train", "logic", "--model", "spinn", "--layers", "2"],
+            "`layers` applies to model 'rnn'",
+        ),
+        (
+            ["train", "adding", "--shape", "tree"],
+            "--shape applies to the logic task, not to adding",
+        ),
+        (["train", "sentiment", "--model", "spinn"], "--model applies to the data tasks"),
+    ],
+    ids=["no-trees", "cell", "layers", "shape", "app"],
+)
+def test_what_tree_models_refuse_is_one_line(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--out", str(tmp_path / "run")])
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], lines
+    assert not (tmp_path / "run").exists()
+
+
+def test_shape_from_python_is_checked(tmp_path):
+    with pytest.raises(ValueError, match="`shape` applies to the logic task"):
+        train_task("adding", tmp_path / "run", shape="tree")
+    with pytest.raises(ValueError, match="`model` must be one of"):
+        train_task("logic", tmp_path / "run", model="forest")
