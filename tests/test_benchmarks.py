@@ -451,3 +451,19 @@ def test_profile_step_puts_the_loop_matmuls_in_their_part(layer, loop_part, caps
 def test_profile_step_bad_arguments():
     with pytest.raises(ValueError, match="--layer"):
         load_script("profile_step").parse_args(["--layer", "elman"])
+
+
+# -- stacks.py ----------------------------------------------------------------------------
+def test_stacks_quick_run(capsys):
+    rows = load_script("stacks").main(["--quick", "--cells", "mgu", "--layers", "2"])
+    assert [(r["cell"], r["connection"]) for r in rows] == [
+        ("mgu", "plain"),
+        ("mgu", "residual"),
+        ("mgu", "dense"),
+    ]
+    plain, residual, dense = rows
+    assert plain["train_vs_plain"] == 1.0 and residual["parameters"] == plain["parameters"]
+    assert dense["parameters"] > plain["parameters"]  # the second layer reads 3 + 4 features
+    for r in rows:
+        assert r["fwd_vs_plain"] == pytest.approx(r["fwd_ms"] / plain["fwd_ms"])
+    assert "| mgu | dense |" in capsys.readouterr().out

@@ -1,4 +1,5 @@
-"""The RNN layer with its execution paths, the named layers, the wrappers and word dropout."""
+"""The RNN layer with its execution paths, the named layers, stacks of layers,
+the wrappers and word dropout."""
 
 from keras_rnncells.layers.named import (
     CIFGLSTM,
@@ -26,6 +27,7 @@ from keras_rnncells.layers.named import (
     SimpleRNN,
 )
 from keras_rnncells.layers.rnn import IMPLEMENTATIONS, RNN, compiled_inference, portable
+from keras_rnncells.layers.stacks import StackedRNN
 from keras_rnncells.layers.word_dropout import WordDropout
 from keras_rnncells.layers.wrappers import CellWrapper, Zoneout
 
@@ -56,6 +58,7 @@ __all__ = [
     "MuFuRU",
     "PeepholeLSTM",
     "SimpleRNN",
+    "StackedRNN",
     "WordDropout",
     "Zoneout",
     "compiled_inference",

@@ -241,3 +241,35 @@ def test_keras_file_loads_in_a_fresh_process(tmp_path):
     paths = [tmp_path / name for name in ("spinn.keras", "tokens.npy", "out.npy")]
     subprocess.run([sys.executable, "-c", script, *map(str, paths)], check=True)
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, atol=1e-6)
+
+
+def test_a_tree_over_a_sequence_encoder_gives_phrases_and_words_to_attend_over():
+    """Eriguchi et al. (2016): the tree's leaves are a sequence encoder's
+    outputs; attention reads the words and the phrases (the tree's nodes),
+    never padding, and the loss reaches the sequence encoder through the tree."""
+    from keras_rnncells import GRU
+    from keras_rnncells.seq2seq import Attention
+
+    keras.utils.set_random_seed(6)
+    tokens = keras.Input((None,), dtype="int32")
+    embedded = keras.layers.Embedding(6, FEATURES, mask_zero=True)(tokens)
+    words = GRU(UNITS, return_sequences=True)(embedded)
+    transitions = TransitionsFromTokens([3, 4])(tokens)
+    phrases = ShiftReduceEncoder(UNITS, return_sequences=True)([words, transitions])
+    memory = keras.layers.Concatenate(axis=1)([words, phrases])
+    present = keras.ops.not_equal(tokens, 0)
+    memory_mask = keras.ops.concatenate([present, present], axis=1)
+    query = keras.layers.Dense(UNITS)(keras.ops.mean(words, axis=1))
+    context, weights = Attention("general")(query, memory, memory_mask)
+    model = keras.Model(tokens, [context, weights])
+    with tf.GradientTape() as tape:
+        context, weights = model(POSTFIX)
+        loss = tf.reduce_sum(context**2)
+    found = np.asarray(weights)
+    assert found.shape == (3, 12)
+    assert not found[np.concatenate([POSTFIX, POSTFIX], axis=1) == 0].any()
+    np.testing.assert_allclose(found.sum(axis=-1), 1.0, rtol=1e-6)
+    gradients = tape.gradient(loss, model.trainable_weights)
+    assert all(g is not None for g in gradients)
+    by_path = {w.path: np.asarray(g) for w, g in zip(model.trainable_weights, gradients)}
+    assert np.any(by_path[next(p for p in by_path if p.endswith("gru_cell/recurrent_kernel"))])
