@@ -39,7 +39,7 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from keras_rnncells.defaults import MODELS
+from keras_rnncells.defaults import TREE_MODELS
 from keras_rnncells.experiments import (
     Settings,
     figure,
@@ -72,10 +72,11 @@ class Run:
     norm_stabilizer: float | None = None
     temporal_coherence: float | None = None
     batch_norm: bool | None = None
+    model: str | None = None  # a stack of other connections (keras_rnncells.defaults.STACKS)
 
     @property
     def name(self) -> str:
-        parts = (self.cell, self.units, self.layers)
+        parts = (self.cell, self.model, self.units, self.layers)
         name = "-".join(str(part) for part in parts if part)
         for trick, mark in TRICKS.items():
             value = getattr(self, trick)
@@ -230,6 +231,31 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "chains are the MuFuRU paper's formulas (§4.1); a chain is also a tree, the tallest one",
         "none: the control of the tree experiment above",
         None,
+    ),
+    Experiment(
+        "ptb_connections",
+        "Gated-feedback and clockwork stacks against a plain stack, Penn Treebank, GRU",
+        "ptb",
+        (
+            Run("gru", 200, layers=2),
+            Run("gru", 160, layers=2, model="gated_feedback"),
+            Run("gru", 174, layers=2, model="clockwork"),
+        ),
+        "Chung et al. (2015) report a lower test error for the gated-feedback stack than "
+        "for a plain stack of about the same parameters (character-level Wikipedia); "
+        "Koutník et al. (2014) report the clockwork RNN above the plain RNN and the LSTM "
+        "(TIMIT word classification, sequence generation)",
+        "reported: test perplexity and seconds per epoch at equal recurrent parameters "
+        "(482k-484k: 2x200 plain, 2x160 gated feedback, 2 modules x 174 clockwork)",
+        None,
+        epochs=3,
+        limit=200_000,
+        notes=(
+            "The gated-feedback and clockwork cells run on Keras' loop (a cell of cells has "
+            "no fused path), the plain stack on the fused path: their seconds per epoch "
+            "compare the paths too. The clockwork modules have periods 1 and 2; the head "
+            "reads both modules, so that model has more parameters outside the recurrence.",
+        ),
     ),
     Experiment(
         "anbn",
@@ -544,7 +570,8 @@ def run_experiment(experiment: Experiment, out: Path, quick: bool) -> dict[str, 
     for run in experiment.runs:
         run_dir = out / "runs" / experiment.key / run.name
         options = {
-            ("model" if run.cell in MODELS[1:] else "cell"): run.cell,
+            ("model" if run.cell in TREE_MODELS else "cell"): run.cell,
+            **({"model": run.model} if run.model else {}),
             "shape": experiment.shape,
             "units": 2 if quick else run.units,
             "layers": run.layers,

@@ -37,7 +37,14 @@ from keras_rnncells.cli_runtime import (
     no_new_empty_directories,
     quiet_libraries,
 )
-from keras_rnncells.defaults import APPS, MODELS, STRATEGIES, TASK_DEFAULTS, cluster_config
+from keras_rnncells.defaults import (
+    APPS,
+    MODELS,
+    STRATEGIES,
+    TASK_DEFAULTS,
+    TREE_MODELS,
+    cluster_config,
+)
 
 
 @dataclass(frozen=True)
@@ -192,8 +199,8 @@ def cell_name(text: str) -> str:
 
 
 def cell_or_tree_model(text: str) -> str:
-    """A registered cell's name, or a tree model of `MODELS` (``rnncells compare``)."""
-    return text if text in MODELS[1:] else cell_name(text)
+    """A registered cell's name, or a tree model of `TREE_MODELS` (``rnncells compare``)."""
+    return text if text in TREE_MODELS else cell_name(text)
 
 
 def train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -206,9 +213,13 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         choices=MODELS,
-        help="data tasks: rnn (default), recurrent layers of --cell along the sequence; "
-        "treelstm or spinn, a binary Tree-LSTM (Tai et al. 2015) or SPINN (Bowman et al. "
-        "2016) along the tree the tokens spell in postfix order (logic)",
+        help="data tasks: rnn (default), --layers recurrent layers of --cell, stacked; "
+        "residual or dense, the same joined by residual (Wu et al. 2016) or dense (Zhou et "
+        "al. 2016) connections; gated_feedback, layers that read each other's last states "
+        "through global reset gates (Chung et al. 2015); clockwork, --layers modules of "
+        "periods 1, 2, 4, ... (Koutník et al. 2014); treelstm or spinn, a binary Tree-LSTM "
+        "(Tai et al. 2015) or SPINN (Bowman et al. 2016) along the tree the tokens spell in "
+        "postfix order (logic)",
     )
     parser.add_argument(
         "--shape",

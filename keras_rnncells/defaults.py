@@ -17,11 +17,16 @@ from collections.abc import Mapping
 from typing import Any
 
 STRATEGIES = ("none", "mirrored", "multiworker")
-# What a data task's model composes along: "rnn", the recurrent layers of the
-# run's cell along the sequence; "treelstm" and "spinn", the binary Tree-LSTM
-# and SPINN along the tree the tokens spell in postfix order
-# (`keras_rnncells.tree.ShiftReduceEncoder`), for tasks whose tokens do.
-MODELS = ("rnn", "treelstm", "spinn")
+# What a data task's model is: recurrent layers of the run's cell, stacked
+# ("rnn", plain), or joined as the literature joins them (`STACKS`:
+# `keras_rnncells.StackedRNN`'s residual and dense connections, the
+# gated-feedback and clockwork cells); or a tree model composing along the
+# tree the tokens spell in postfix order (`TREE_MODELS`: the binary Tree-LSTM
+# and SPINN, `keras_rnncells.tree.ShiftReduceEncoder`), for tasks whose
+# tokens do.
+STACKS = ("rnn", "residual", "dense", "gated_feedback", "clockwork")
+TREE_MODELS = ("treelstm", "spinn")
+MODELS = (*STACKS, *TREE_MODELS)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,9 +29,15 @@ import tensorflow as tf
 from keras_rnncells.cells.registry import get_cell
 from keras_rnncells.checks import check_choice, check_positive_int, check_rate
 from keras_rnncells.data import Task, load_task, size_options, task_options
-from keras_rnncells.defaults import MODELS, TASK_DEFAULTS, Settings, TaskDefaults
+from keras_rnncells.defaults import MODELS, TASK_DEFAULTS, TREE_MODELS, Settings, TaskDefaults
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
-from keras_rnncells.layers import RNN, WordDropout
+from keras_rnncells.layers import (
+    RNN,
+    ClockworkCell,
+    GatedFeedbackCell,
+    StackedRNN,
+    WordDropout,
+)
 from keras_rnncells.locks import run_lock
 from keras_rnncells.metrics import TokenCrossEntropy
 from keras_rnncells.regularizers import NormStabilizer, TemporalCoherence, check_beta
@@ -57,10 +63,10 @@ FLAG_SETTINGS = (
     *("model", "shape", "layers", "limit", "word_dropout"),
     *("norm_stabilizer", "temporal_coherence", "batch_norm"),
 )
-# The settings of recurrent layers along the sequence, which a tree model
-# (a model other than "rnn") does not have: each one's value that is no
-# setting at all.
-CHAIN_ONLY = {
+# The settings of the plain stack of recurrent layers (model "rnn"), which
+# the other models do not have (a stack of other connections does have
+# `layers`): each one's value that is no setting at all.
+RNN_ONLY = {
     "layers": 1,
     "bidirectional": False,
     "batch_norm": False,
@@ -85,7 +91,7 @@ def task_settings(task: str, **overrides: Any) -> Settings:
     settings = dataclasses.replace(task_defaults(task).settings, **given)
     get_cell(settings.cell)  # a ValueError naming the registered cells
     check_choice("model", settings.model, MODELS)
-    if settings.model != "rnn" and "cell" in given:
+    if settings.model in TREE_MODELS and "cell" in given:
         raise ValueError(
             f"Argument `cell` applies to model 'rnn'; model {settings.model!r} composes with "
             f"the Tree-LSTM, received: {given['cell']!r}"
@@ -143,7 +149,9 @@ def build_model(
     ``batch_norm=True``); ``ema_momentum``: the
     optimizer keeps an exponential moving average of the weights (Polyak
     averaging), which replaces them at the end of `fit`; ``model``: "rnn" (the
-    recurrent layers above), or "treelstm" / "spinn" for a task whose tokens
+    recurrent layers above), "residual", "dense", "gated_feedback" or
+    "clockwork" (``layers`` layers of ``cell`` joined so, `connected_layers`),
+    or "treelstm" / "spinn" for a task whose tokens
     spell trees in postfix order (``task.reduce_ids``): the embeddings
     composed along the tree into its root (`keras_rnncells.tree.ShiftReduceEncoder`,
     a binary Tree-LSTM of ``units``, SPINN with a tracking LSTM of ``units``
@@ -159,7 +167,7 @@ def build_model(
     cell_class = get_cell(cell)
     check_positive_int("layers", layers)
     check_choice("model", model, MODELS)
-    if model != "rnn" and not task.reduce_ids:
+    if model in TREE_MODELS and not task.reduce_ids:
         raise ValueError(
             f"Argument `model` {model!r} composes along the trees a task's tokens spell in "
             f"postfix order; task {task.name!r} has none (the logic task has)"
@@ -172,10 +180,10 @@ def build_model(
         "temporal_coherence": temporal_coherence,
     }
     for name, value in chain_settings.items() if model != "rnn" else ():
-        if value != CHAIN_ONLY[name]:
+        if value != RNN_ONLY[name] and (name != "layers" or model in TREE_MODELS):
             raise ValueError(
-                f"Argument `{name}` applies to model 'rnn' (recurrent layers along the "
-                f"sequence), not to model {model!r}, received: {value!r}"
+                f"Argument `{name}` applies to model 'rnn' (a plain stack of recurrent "
+                f"layers), not to model {model!r}, received: {value!r}"
             )
     penalties = {"norm_stabilizer": norm_stabilizer, "temporal_coherence": temporal_coherence}
     word_dropout = check_rate("word_dropout", word_dropout)
@@ -204,8 +212,10 @@ def build_model(
             f"and a {task.kind} head, received: {betas[name]}"
         )
     drop = keras.layers.Dropout(check_rate("dropout", dropout)) if dropout else None
-    if model != "rnn":
+    if model in TREE_MODELS:
         x = tree_root(task, model, units, inputs, drop(x) if drop else x)
+    elif model != "rnn":
+        x = connected_layers(model, cell, units, layers, per_step)(drop(x) if drop else x)
     for index in range(layers if model == "rnn" else 0):
         x = drop(x) if drop else x
         returns_sequence = per_step or index < layers - 1
@@ -220,7 +230,7 @@ def build_model(
         for name, beta in betas.items() if returns_sequence else ():
             x = PENALTIES[name](beta, name=f"{name}_{index + 1}")(x)
     outputs = keras.layers.Dense(task.output_units, name="logits")(drop(x) if drop else x)
-    name = f"{task.name}_{cell if model == 'rnn' else model}"
+    name = f"{task.name}_{model if model in TREE_MODELS else cell}"
     model = keras.Model(inputs, outputs, name=name)
     loss, metrics = head(task.kind)
     options = {"learning_rate": learning_rate, "clipnorm": clipnorm}
@@ -231,6 +241,22 @@ def build_model(
     # variable-length batches would each compile the step again.
     model.compile(optimizer=optimizer_object, loss=loss, metrics=metrics, jit_compile=False)
     return model
+
+
+def connected_layers(
+    model: str, cell: str, units: int, layers: int, return_sequences: bool
+) -> keras.layers.Layer:
+    """``layers`` layers of ``cell`` joined as ``model`` says: residual or
+    dense (`keras_rnncells.StackedRNN`), gated feedback
+    (`keras_rnncells.GatedFeedbackCell`) or clockwork modules of periods 1, 2,
+    4, ... (`keras_rnncells.ClockworkCell`)."""
+    if model in ("residual", "dense"):
+        return StackedRNN(cell, units, layers, model, return_sequences, name="recurrent")
+    if model == "gated_feedback":
+        compound = GatedFeedbackCell(cell, units, layers)
+    else:
+        compound = ClockworkCell(cell, units, periods=[2**i for i in range(layers)])
+    return RNN(compound, return_sequences=return_sequences, name="recurrent")
 
 
 def tree_root(task: Task, model: str, units: int, tokens: Any, embedded: Any) -> Any:
@@ -280,7 +306,7 @@ def reproduce_command(task: str, run_dir: Path, settings: Settings) -> str:
     words = ["rnncells", "train", task]
     for name in FLAG_SETTINGS:
         value = getattr(settings, name)
-        if name == "cell" and settings.model != "rnn":
+        if name == "cell" and settings.model in TREE_MODELS:
             continue  # a tree model has no cell
         flag = "--" + name.replace("_", "-")
         if isinstance(value, bool):  # a switch
@@ -395,7 +421,7 @@ def train_settings(
         "task": task_name,
         "kind": task.kind,
         "description": task.description,
-        "cell": settings.cell if settings.model == "rnn" else settings.model,
+        "cell": settings.model if settings.model in TREE_MODELS else settings.cell,
         "metric": "mse" if metric == "loss" else metric,
         "test_metric": scores[metric],
         "test": scores,
@@ -415,7 +441,7 @@ def train_settings(
 def recurrent_parameter_count(model: keras.Model) -> int:
     """Trainable parameters of the recurrent layers or the tree encoder
     (embedding and head excluded)."""
-    recurrent = (RNN, keras.layers.Bidirectional, ShiftReduceEncoder)
+    recurrent = (RNN, keras.layers.Bidirectional, StackedRNN, ShiftReduceEncoder)
     return sum(parameter_count(layer) for layer in model.layers if isinstance(layer, recurrent))
 
 
@@ -524,7 +550,7 @@ def compare_cells(
 ) -> dict[str, Any]:
     """One `train_task` run per cell and hidden size, in ``run_dir/CELL-UNITS``
     (``units`` None: the task's default); a name in ``cells`` may also be a
-    tree model of `MODELS` ("treelstm", "spinn"), run as ``model``;
+    tree model of `TREE_MODELS` ("treelstm", "spinn"), run as ``model``;
     ``shape``: the logic task's formulas. A sub-run already finished is
     reused unless ``overwrite``, so comparisons can grow run by run. Writes
     ``compare.json`` and, over several sizes, ``hidden_size.png`` (test metric
@@ -533,7 +559,7 @@ def compare_cells(
     (`keras_rnncells.locks.run_lock`)."""
     if not cells:
         raise ValueError("Argument `cells` must name at least one cell, received none")
-    runs_of = {name: ({"model": name} if name in MODELS[1:] else {"cell": name}) for name in cells}
+    runs_of = {name: ({"model": name} if name in TREE_MODELS else {"cell": name}) for name in cells}
     for name in cells:  # every cell and the task checked before training
         task_settings(task_name, shape=shape, **runs_of[name])
     run_dir = Path(run_dir)
@@ -618,8 +644,10 @@ def train_from_arguments(args: Any) -> None:
         overwrite=args.overwrite,
     )
     seconds = np.median(results["seconds_per_epoch"])
+    model = results["settings"]["model"]
+    joined = f" ({model})" if model not in ("rnn", *TREE_MODELS) else ""
     print(
-        f"\n{args.name}, {results['cell']}: test {results['metric']} "
+        f"\n{args.name}, {results['cell']}{joined}: test {results['metric']} "
         f"{results['test_metric']:.4f}; {results['parameters']} parameters, "
         f"{seconds:.2f} s/epoch (median)"
     )

@@ -1,6 +1,9 @@
-"""The RNN layer with its execution paths, the named layers, stacks of layers,
-the wrappers and word dropout."""
+"""The RNN layer with its execution paths, the named layers, stacks of layers
+(plain, residual, dense; clockwork and gated-feedback cells), the wrappers and
+word dropout."""
 
+from keras_rnncells.layers.clockwork import ClockworkCell
+from keras_rnncells.layers.gated_feedback import GatedFeedbackCell
 from keras_rnncells.layers.named import (
     CIFGLSTM,
     DSGU,
@@ -51,6 +54,8 @@ __all__ = [
     "SLSTM",
     "CellLayer",
     "CellWrapper",
+    "ClockworkCell",
+    "GatedFeedbackCell",
     "JordanRNN",
     "LSTMNoForgetGate",
     "LSTMNoInputGate",

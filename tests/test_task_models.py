@@ -1,5 +1,7 @@
-"""`rnncells train logic --model treelstm|spinn --shape tree` and `rnncells
-compare` with tree models, as a user runs them; what they refuse."""
+"""`rnncells train TASK --model ...`: the stacks of other connections
+(residual, dense, gated feedback, clockwork) and the tree models (`rnncells
+train logic --model treelstm|spinn --shape tree`, and in `rnncells
+compare`), as a user runs them; what they refuse."""
 
 from __future__ import annotations
 
@@ -75,8 +77,10 @@ def test_compare_runs_tree_models_beside_cells(tmp_path, capsys):
             "--shape applies to the logic task, not to adding",
         ),
         (["train", "sentiment", "--model", "spinn"], "--model applies to the data tasks"),
+        (["train", "adding", "--model", "dense", "--cell", "gru"], "`bidirectional` applies"),
+        (["train", "logic", "--model", "clockwork", "--batch-norm"], "`batch_norm` applies"),
     ],
-    ids=["no-trees", "cell", "layers", "shape", "app"],
+    ids=["no-trees", "cell", "layers", "shape", "app", "bidirectional", "batch-norm"],
 )
 def test_what_tree_models_refuse_is_one_line(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
@@ -92,3 +96,21 @@ def test_shape_from_python_is_checked(tmp_path):
         train_task("adding", tmp_path / "run", shape="tree")
     with pytest.raises(ValueError, match="`model` must be one of"):
         train_task("logic", tmp_path / "run", model="forest")
+
+
+@pytest.mark.parametrize(
+    "model, layer_class",
+    [("residual", "StackedRNN"), ("gated_feedback", "RNN"), ("clockwork", "RNN")],
+)
+def test_train_a_stack_of_other_connections(tmp_path, capsys, model, layer_class):
+    out = tmp_path / model
+    argv = ["train", "logic", "--model", model, "--cell", "mgu", "--layers", "2", *TINY]
+    main([*argv, "--out", str(out)])
+    results = read_results(out)
+    assert results["cell"] == "mgu" and results["settings"]["model"] == model
+    assert f"logic, mgu ({model}): test accuracy" in capsys.readouterr().out
+    words = shlex.split(results["command"])
+    assert words[words.index("--model") + 1] == model and words[words.index("--cell") + 1] == "mgu"
+    layer = keras.saving.load_model(out / "model.keras").get_layer("recurrent")
+    assert type(layer).__name__ == layer_class
+    assert results["recurrent_parameters"] == sum(int(np.prod(w.shape)) for w in layer.weights)

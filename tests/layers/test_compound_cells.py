@@ -1,0 +1,153 @@
+"""`ClockworkCell` and `GatedFeedbackCell` against NumPy of their papers'
+equations (tanh cells), masks, LSTM parts, a `.keras` round trip, the
+SavedModel served as a stock TF Serving serves it and the ONNX file in
+onnxruntime, and what they refuse."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+import keras_rnncells as kr
+from keras_rnncells.export import servable_from_model, write_onnx, write_saved_models
+
+UNITS, FEATURES = 3, 4
+
+
+def weights(cell) -> list[list[np.ndarray]]:
+    """Each part's (kernel, recurrent kernel, bias), float64."""
+    return [[w.numpy().astype("float64") for w in part.weights] for part in cell.parts]
+
+
+def clockwork_reference(cell, x, mask):
+    """Koutník et al.'s CW-RNN, row by row; a masked step changes nothing."""
+    parts, periods = weights(cell), cell.periods
+    outputs = np.zeros((*x.shape[:2], UNITS * len(periods)))
+    for row in range(len(x)):
+        h, t = [np.zeros(UNITS) for _ in periods], 0
+        for step in range(x.shape[1]):
+            if mask[row, step]:
+                new = []
+                for i, (kernel, recurrent, bias) in enumerate(parts):
+                    read = np.concatenate([x[row, step], *h[i + 1 :]])
+                    active = t % periods[i] == 0
+                    new.append(np.tanh(read @ kernel + h[i] @ recurrent + bias) if active else h[i])
+                h, t = new, t + 1
+            outputs[row, step] = np.concatenate(h)
+    return outputs
+
+
+def gated_feedback_reference(cell, x):
+    """Chung et al.'s GF-RNN with tanh layers (the own state ungated)."""
+    parts, depth = weights(cell), cell.depth
+    gate_kernels = [k.numpy() for k in cell.gate_kernels]
+    gate_recurrent, gate_bias = cell.gate_recurrent_kernel.numpy(), cell.gate_bias.numpy()
+    outputs = np.zeros((*x.shape[:2], UNITS))
+    for row in range(len(x)):
+        h = [np.zeros(UNITS) for _ in range(depth)]
+        for step in range(x.shape[1]):
+            below, new = x[row, step], []
+            for j, (kernel, recurrent, bias) in enumerate(parts):
+                gates = 1 / (
+                    1
+                    + np.exp(
+                        -(
+                            below @ gate_kernels[j]
+                            + np.concatenate(h) @ gate_recurrent[j]
+                            + gate_bias[j]
+                        )
+                    )
+                )
+                fed = [gates[i] * h[i] for i in range(depth) if i != j]
+                below = np.tanh(np.concatenate([below, *fed]) @ kernel + h[j] @ recurrent + bias)
+                new.append(below)
+            h = new
+            outputs[row, step] = h[-1]
+    return outputs
+
+
+def randomized(layer, x):
+    layer(x)
+    rng = np.random.default_rng(3)
+    for weight in layer.weights:
+        weight.assign(rng.normal(scale=0.6, size=weight.shape))
+    return layer
+
+
+def test_clockwork_follows_the_paper_and_counts_unmasked_steps(sequences, mask):
+    cell = kr.ClockworkCell("simple", UNITS, periods=(1, 2, 3))
+    layer = randomized(kr.RNN(cell, return_sequences=True), sequences)
+    found = np.asarray(layer(sequences, mask=mask))
+    expected = clockwork_reference(cell, sequences, mask)
+    np.testing.assert_allclose(found[mask], expected[mask], atol=1e-5)
+
+
+def test_gated_feedback_follows_the_paper(sequences):
+    cell = kr.GatedFeedbackCell("simple", UNITS, layers=3)
+    layer = randomized(kr.RNN(cell, return_sequences=True), sequences)
+    found = np.asarray(layer(sequences))
+    np.testing.assert_allclose(found, gated_feedback_reference(cell, sequences), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        lambda: kr.ClockworkCell("lstm", UNITS, periods=(1, 2)),
+        lambda: kr.GatedFeedbackCell("gru", UNITS, 2),
+    ],
+    ids=["clockwork-lstm", "gated-feedback-gru"],
+)
+def test_rows_do_not_mix_under_masks(cell, sequences, mask):
+    layer = kr.RNN(cell())
+    batched = np.asarray(layer(sequences, mask=mask))
+    for row in range(len(sequences)):
+        steps = mask[row].astype(bool)
+        if steps.any():
+            alone = layer(sequences[row : row + 1, steps])
+            np.testing.assert_allclose(batched[row], alone[0], atol=1e-5)
+
+
+def model_of_both() -> keras.Model:
+    keras.utils.set_random_seed(2)
+    inputs = keras.Input((None, FEATURES), name="frames")
+    clockwork = kr.RNN(kr.ClockworkCell("mgu", UNITS, periods=(1, 2)))(inputs)
+    feedback = kr.RNN(kr.GatedFeedbackCell("lstm", UNITS, 2))(inputs)
+    return keras.Model(inputs, keras.layers.Concatenate()([clockwork, feedback]), name="connected")
+
+
+def test_keras_file_saved_model_and_onnx(
+    tmp_path, sequences, serve_like_tf_serving, run_onnx_in_child
+):
+    model = model_of_both()
+    expected = np.asarray(model(sequences))
+    model.save(tmp_path / "both.keras")
+    loaded = keras.saving.load_model(tmp_path / "both.keras")
+    np.testing.assert_allclose(loaded(sequences), expected, atol=1e-6)
+    servable = servable_from_model(model)
+    (directory,) = write_saved_models([servable], tmp_path / "export")
+    write_onnx(servable, tmp_path / "onnx" / "both.onnx")
+    requests = [{"frames": sequences}, {"frames": sequences[:1, :2]}]
+    served = serve_like_tf_serving([(directory, r) for r in requests], tmp_path / "serve")
+    ran = run_onnx_in_child(
+        [(tmp_path / "onnx" / "both.onnx", r) for r in requests], tmp_path / "run"
+    )
+    short = np.asarray(model(sequences[:1, :2]))
+    for outputs in (served, ran):
+        np.testing.assert_allclose(outputs[0]["output_0"], expected, atol=1e-4)
+        np.testing.assert_allclose(outputs[1]["output_0"], short, atol=1e-4)
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(
+        ValueError, match="Argument `cell` must name a cell whose output is its first"
+    ):
+        kr.ClockworkCell("scrn", UNITS)
+    with pytest.raises(
+        ValueError, match="Argument `periods` must be one or more periods, ascending"
+    ):
+        kr.ClockworkCell("gru", UNITS, periods=(4, 2))
+    with pytest.raises(ValueError, match="Argument `layers`"):
+        kr.GatedFeedbackCell("gru", UNITS, layers=0)
+    with pytest.raises(ValueError, match="Argument `cell`"):
+        kr.GatedFeedbackCell("nope", UNITS)
