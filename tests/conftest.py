@@ -137,6 +137,17 @@ def check_step_and_sequence(
     return weights
 
 
+def assert_rows_independent(layer: Any, sequences: np.ndarray, mask: np.ndarray) -> None:
+    """``layer`` on the masked batch gives each row what it gives that row's
+    unmasked steps alone (masked steps neither read nor counted)."""
+    batched = np.asarray(layer(sequences, mask=mask))
+    for row in range(len(sequences)):
+        steps = mask[row].astype(bool)
+        if steps.any():
+            alone = layer(sequences[row : row + 1, steps])
+            np.testing.assert_allclose(batched[row], alone[0], atol=1e-5, err_msg=f"row {row}")
+
+
 @pytest.fixture
 def helpers():
     """The helper functions above, for the test modules (no package to import
@@ -148,6 +159,7 @@ def helpers():
         outputs_and_gradients = staticmethod(outputs_and_gradients)
         assert_all_close = staticmethod(assert_all_close)
         check_step_and_sequence = staticmethod(check_step_and_sequence)
+        assert_rows_independent = staticmethod(assert_rows_independent)
 
     return Helpers
 

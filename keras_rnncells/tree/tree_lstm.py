@@ -44,16 +44,16 @@ def forget_bias_initializer(units: int, blocks: int, forget: tuple[int, ...]) ->
     return initialize
 
 
-@keras.saving.register_keras_serializable(package="keras_rnncells")
-class BinaryTreeLSTMCell(keras.layers.Layer):
-    """The binary Tree-LSTM unit (see the module): ``compose(x, left, right)``
-    maps a node's input and its children's states ``[h, c]`` to its own.
+class TreeLSTMUnit(keras.layers.Layer):
+    """What both units hold: ``kernel`` (input_dim, blocks·units),
+    ``recurrent_kernel`` (children·units, blocks·units: ``CHILDREN`` row blocks,
+    one per ordered child, or one for the children's sum) and ``bias``
+    (blocks·units), in the column blocks ``BLOCKS``, the forget gates'
+    biases (``FORGET``) starting at 1."""
 
-    Weights: ``kernel`` (input_dim, 5·units), ``recurrent_kernel``
-    (2·units, 5·units: rows for h_L, then h_R), ``bias`` (5·units); column
-    blocks i, f_L, f_R, o, u."""
-
-    BLOCKS = ("i", "f_left", "f_right", "o", "u")
+    BLOCKS: tuple[str, ...]
+    FORGET: tuple[str, ...]
+    CHILDREN: int
 
     def __init__(self, units: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -65,10 +65,25 @@ class BinaryTreeLSTMCell(keras.layers.Layer):
         width = len(self.BLOCKS) * self.units
         self.kernel = self.add_weight((input_shape[-1], width), "glorot_uniform", name="kernel")
         self.recurrent_kernel = self.add_weight(
-            (2 * self.units, width), "orthogonal", name="recurrent_kernel"
+            (self.CHILDREN * self.units, width), "orthogonal", name="recurrent_kernel"
         )
-        bias = forget_bias_initializer(self.units, len(self.BLOCKS), (1, 2))
+        forget = tuple(self.BLOCKS.index(block) for block in self.FORGET)
+        bias = forget_bias_initializer(self.units, len(self.BLOCKS), forget)
         self.bias = self.add_weight((width,), bias, name="bias")
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "units": self.units}
+
+
+@keras.saving.register_keras_serializable(package="keras_rnncells")
+class BinaryTreeLSTMCell(TreeLSTMUnit):
+    """The binary Tree-LSTM unit (see the module): ``compose(x, left, right)``
+    maps a node's input and its children's states ``[h, c]`` to its own.
+    Recurrent rows: h_L, then h_R; column blocks i, f_L, f_R, o, u."""
+
+    BLOCKS = ("i", "f_left", "f_right", "o", "u")
+    FORGET = ("f_left", "f_right")
+    CHILDREN = 2
 
     def compose(self, x: Tensor, left: list, right: list) -> list:
         gates = (
@@ -84,34 +99,15 @@ class BinaryTreeLSTMCell(keras.layers.Layer):
         )
         return [ops.sigmoid(o) * ops.tanh(c), c]
 
-    def get_config(self) -> dict:
-        return {**super().get_config(), "units": self.units}
-
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
-class ChildSumTreeLSTMCell(keras.layers.Layer):
+class ChildSumTreeLSTMCell(TreeLSTMUnit):
     """The child-sum Tree-LSTM unit (see the module) over a whole level of
-    nodes at once: ``compose(x, child_h, child_c, children)``.
-
-    Weights: ``kernel`` (input_dim, 4·units), ``recurrent_kernel``
-    (units, 4·units), ``bias`` (4·units); column blocks i, o, u, f."""
+    nodes at once: ``compose(x, h, c, children)``. Column blocks i, o, u, f."""
 
     BLOCKS = ("i", "o", "u", "f")
-
-    def __init__(self, units: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.units = check_positive_int("units", units)
-        self.state_size = [self.units, self.units]
-        self.output_size = self.units
-
-    def build(self, input_shape: tuple) -> None:
-        width = len(self.BLOCKS) * self.units
-        self.kernel = self.add_weight((input_shape[-1], width), "glorot_uniform", name="kernel")
-        self.recurrent_kernel = self.add_weight(
-            (self.units, width), "orthogonal", name="recurrent_kernel"
-        )
-        bias = forget_bias_initializer(self.units, len(self.BLOCKS), (3,))
-        self.bias = self.add_weight((width,), bias, name="bias")
+    FORGET = ("f",)
+    CHILDREN = 1
 
     def compose(self, x: Tensor, h: Tensor, c: Tensor, children: Tensor) -> list:
         """``x``: (batch, nodes, input_dim); ``h``, ``c``: every node's current
@@ -128,6 +124,3 @@ class ChildSumTreeLSTMCell(keras.layers.Layer):
         f = ops.sigmoid(parent_x_f + ops.matmul(h, u_f))
         c = ops.sigmoid(i) * ops.tanh(u) + ops.matmul(children, f * c)
         return [ops.sigmoid(o) * ops.tanh(c), c]
-
-    def get_config(self) -> dict:
-        return {**super().get_config(), "units": self.units}

@@ -52,14 +52,9 @@ def test_a_plain_stack_is_the_stacked_layers(sequences):
     np.testing.assert_allclose(stack(sequences), model(sequences), atol=1e-6)
 
 
-def test_rows_do_not_mix_under_masks(sequences, mask):
+def test_rows_do_not_mix_under_masks(sequences, mask, helpers):
     stack = StackedRNN("lstm", UNITS, layers=2, connection="dense")
-    batched = np.asarray(stack(sequences, mask=mask))
-    for row in range(len(sequences)):
-        steps = mask[row].astype(bool)
-        if steps.any():
-            alone = stack(sequences[row : row + 1, steps])
-            np.testing.assert_allclose(batched[row], alone[0], atol=1e-5)
+    helpers.assert_rows_independent(stack, sequences, mask)
 
 
 def test_keras_file_round_trip(tmp_path, sequences):
