@@ -266,3 +266,29 @@ def test_every_model_file_the_package_writes_loads_after_import_keras_rnncells(
         # a Keras Functional model: the error names our layer inside it
         missing = "RNN" if name == "Functional" else name
         assert f"keras_rnncells>{missing}" in error, error
+
+
+def test_the_connections_and_tree_layers_load_in_a_fresh_process(tmp_path) -> None:
+    """Models holding `StackedRNN`, the clockwork and gated-feedback cells and
+    both tree layers load, with their weights, after ``import keras_rnncells``."""
+    keras.utils.set_random_seed(0)
+    frames = keras.Input((None, 3))
+    stacked = kr.StackedRNN("gru", 4, layers=2, connection="dense", return_sequences=True)(frames)
+    clockwork = kr.RNN(kr.ClockworkCell("mgu", 2, periods=(1, 3)), return_sequences=True)(stacked)
+    connected = keras.Model(frames, kr.RNN(kr.GatedFeedbackCell("lstm", 2, 2))(clockwork))
+    tokens = keras.Input((None,), dtype="int32")
+    parents = keras.Input((None,), dtype="int32")
+    embedded = keras.layers.Embedding(5, 3, mask_zero=True)(tokens)
+    transitions = kr.tree.TransitionsFromTokens([3, 4])(tokens)
+    spinn = kr.tree.ShiftReduceEncoder(4, tracking_units=2)([embedded, transitions])
+    child_sum = kr.tree.ChildSumTreeLSTM(4)([embedded, parents])
+    trees = keras.Model([tokens, parents], keras.layers.Concatenate()([spinn, child_sum]))
+    paths, weights = {}, {}
+    for name, model in (("connected", connected), ("trees", trees)):
+        paths[name] = str(tmp_path / f"{name}.keras")
+        model.save(paths[name])
+        weights[name] = [float(np.abs(w).sum()) for w in model.get_weights()]
+    loaded = report_of(load_each_in_child(paths, "import keras_rnncells"))
+    for name in paths:
+        assert "error" not in loaded[name], loaded[name]
+        np.testing.assert_allclose(loaded[name]["weights"], weights[name], rtol=1e-6)
