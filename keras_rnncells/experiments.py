@@ -34,6 +34,7 @@ from keras_rnncells.distribute import describe, make_strategy, prepare_model, wr
 from keras_rnncells.layers import (
     RNN,
     ClockworkCell,
+    DepthGatedLSTMCell,
     GatedFeedbackCell,
     StackedRNN,
     WordDropout,
@@ -150,7 +151,8 @@ def build_model(
     optimizer keeps an exponential moving average of the weights (Polyak
     averaging), which replaces them at the end of `fit`; ``model``: "rnn" (the
     recurrent layers above), "residual", "dense", "gated_feedback" or
-    "clockwork" (``layers`` layers of ``cell`` joined so, `connected_layers`),
+    "clockwork" or "depth_gated" (``layers`` layers of ``cell`` joined so,
+    `connected_layers`),
     or "treelstm" / "spinn" for a task whose tokens
     spell trees in postfix order (``task.reduce_ids``): the embeddings
     composed along the tree into its root (`keras_rnncells.tree.ShiftReduceEncoder`,
@@ -248,12 +250,20 @@ def connected_layers(
 ) -> keras.layers.Layer:
     """``layers`` layers of ``cell`` joined as ``model`` says: residual or
     dense (`keras_rnncells.StackedRNN`), gated feedback
-    (`keras_rnncells.GatedFeedbackCell`) or clockwork modules of periods 1, 2,
-    4, ... (`keras_rnncells.ClockworkCell`)."""
+    (`keras_rnncells.GatedFeedbackCell`), clockwork modules of periods 1, 2,
+    4, ... (`keras_rnncells.ClockworkCell`), or depth-gated LSTM layers
+    (`keras_rnncells.DepthGatedLSTMCell`, ``cell`` "lstm" only)."""
     if model in ("residual", "dense"):
         return StackedRNN(cell, units, layers, model, return_sequences, name="recurrent")
     if model == "gated_feedback":
         compound = GatedFeedbackCell(cell, units, layers)
+    elif model == "depth_gated":
+        if cell != "lstm":
+            raise ValueError(
+                f"Argument `cell` must be 'lstm' for model 'depth_gated' (it joins LSTM memory "
+                f"cells), received: {cell!r}"
+            )
+        compound = DepthGatedLSTMCell(units, layers)
     else:
         compound = ClockworkCell(cell, units, periods=[2**i for i in range(layers)])
     return RNN(compound, return_sequences=return_sequences, name="recurrent")

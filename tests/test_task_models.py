@@ -79,8 +79,9 @@ def test_compare_runs_tree_models_beside_cells(tmp_path, capsys):
         (["train", "sentiment", "--model", "spinn"], "--model applies to the data tasks"),
         (["train", "adding", "--model", "dense", "--cell", "gru"], "`bidirectional` applies"),
         (["train", "logic", "--model", "clockwork", "--batch-norm"], "`batch_norm` applies"),
+        (["train", "logic", "--model", "depth_gated"], "`cell` must be 'lstm' for model"),
     ],
-    ids=["no-trees", "cell", "layers", "shape", "app", "bidirectional", "batch-norm"],
+    ids=["no-trees", "cell", "layers", "shape", "app", "bidirectional", "batch-norm", "lstm"],
 )
 def test_what_tree_models_refuse_is_one_line(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
@@ -101,6 +102,7 @@ def test_shape_from_python_is_checked(tmp_path):
 @pytest.mark.parametrize(
     "model, layer_class",
     [("residual", "StackedRNN"), ("gated_feedback", "RNN"), ("clockwork", "RNN")],
+    ids=["residual", "gated-feedback", "clockwork"],
 )
 def test_train_a_stack_of_other_connections(tmp_path, capsys, model, layer_class):
     out = tmp_path / model

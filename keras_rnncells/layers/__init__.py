@@ -1,8 +1,9 @@
 """The RNN layer with its execution paths, the named layers, stacks of layers
-(plain, residual, dense; clockwork and gated-feedback cells), the wrappers and
+(plain, residual, dense; clockwork, gated-feedback and depth-gated cells), the wrappers and
 word dropout."""
 
 from keras_rnncells.layers.clockwork import ClockworkCell
+from keras_rnncells.layers.depth_gated import DepthGatedLSTMCell
 from keras_rnncells.layers.gated_feedback import GatedFeedbackCell
 from keras_rnncells.layers.named import (
     CIFGLSTM,
@@ -55,6 +56,7 @@ __all__ = [
     "CellLayer",
     "CellWrapper",
     "ClockworkCell",
+    "DepthGatedLSTMCell",
     "GatedFeedbackCell",
     "JordanRNN",
     "LSTMNoForgetGate",

@@ -1,4 +1,4 @@
-"""`ClockworkCell` and `GatedFeedbackCell` against NumPy of their papers'
+"""`ClockworkCell`, `GatedFeedbackCell` and `DepthGatedLSTMCell` against NumPy of their papers'
 equations (tanh cells), masks, LSTM parts, a `.keras` round trip, the
 SavedModel served as a stock TF Serving serves it and the ONNX file in
 onnxruntime, and what they refuse."""
@@ -67,6 +67,30 @@ def gated_feedback_reference(cell, x):
     return outputs
 
 
+def depth_gated_reference(cell, x):
+    """Yao et al.'s depth-gated LSTM: the memory cells joined across depth."""
+    parts = weights(cell)
+    depth_kernels = [k.numpy() for k in cell.depth_kernels]
+    depth_weights = cell.depth_weights.numpy()
+    outputs = np.zeros((*x.shape[:2], UNITS))
+    sigmoid = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    for row in range(len(x)):
+        h, c = np.zeros((cell.depth, UNITS)), np.zeros((cell.depth, UNITS))
+        for step in range(x.shape[1]):
+            below_h, below_c = x[row, step], None
+            for j, (kernel, recurrent, bias) in enumerate(parts):
+                i, f, g, o = np.split(below_h @ kernel + h[j] @ recurrent + bias, 4)
+                new_c = sigmoid(f) * c[j] + sigmoid(i) * np.tanh(g)
+                if below_c is not None:
+                    w_cd, w_ld, b_d = depth_weights[j - 1]
+                    d = sigmoid(b_d + below_h @ depth_kernels[j - 1] + w_cd * c[j] + w_ld * below_c)
+                    new_c = new_c + d * below_c
+                h[j], c[j] = sigmoid(o) * np.tanh(new_c), new_c
+                below_h, below_c = h[j], c[j]
+            outputs[row, step] = h[-1]
+    return outputs
+
+
 def randomized(layer, x):
     layer(x)
     rng = np.random.default_rng(3)
@@ -90,13 +114,21 @@ def test_gated_feedback_follows_the_paper(sequences):
     np.testing.assert_allclose(found, gated_feedback_reference(cell, sequences), atol=1e-5)
 
 
+def test_depth_gated_lstm_follows_the_paper(sequences):
+    cell = kr.DepthGatedLSTMCell(UNITS, layers=3)
+    layer = randomized(kr.RNN(cell, return_sequences=True), sequences)
+    found = np.asarray(layer(sequences))
+    np.testing.assert_allclose(found, depth_gated_reference(cell, sequences), atol=1e-5)
+
+
 @pytest.mark.parametrize(
     "cell",
     [
         lambda: kr.ClockworkCell("lstm", UNITS, periods=(1, 2)),
         lambda: kr.GatedFeedbackCell("gru", UNITS, 2),
+        lambda: kr.DepthGatedLSTMCell(UNITS, 2),
     ],
-    ids=["clockwork-lstm", "gated-feedback-gru"],
+    ids=["clockwork-lstm", "gated-feedback-gru", "depth-gated"],
 )
 def test_rows_do_not_mix_under_masks(cell, sequences, mask, helpers):
     helpers.assert_rows_independent(kr.RNN(cell()), sequences, mask)
@@ -107,7 +139,9 @@ def model_of_both() -> keras.Model:
     inputs = keras.Input((None, FEATURES), name="frames")
     clockwork = kr.RNN(kr.ClockworkCell("mgu", UNITS, periods=(1, 2)))(inputs)
     feedback = kr.RNN(kr.GatedFeedbackCell("lstm", UNITS, 2))(inputs)
-    return keras.Model(inputs, keras.layers.Concatenate()([clockwork, feedback]), name="connected")
+    depth_gated = kr.RNN(kr.DepthGatedLSTMCell(UNITS, 2))(inputs)
+    joined = keras.layers.Concatenate()([clockwork, feedback, depth_gated])
+    return keras.Model(inputs, joined, name="connected")
 
 
 def test_keras_file_saved_model_and_onnx(
