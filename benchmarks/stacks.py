@@ -1,10 +1,12 @@
 """What a connection between stacked layers costs: `StackedRNN` with
-"residual" and "dense" connections against the "plain" stack of the same
-cell, units and depth, in the same process (medians of round-robin rounds).
+"residual" and "dense" connections, and the gated-feedback, clockwork
+(periods 1, 2, 4, ...) and, for the LSTM, depth-gated cells, against the
+"plain" stack of the same cell, units and depth, in the same process
+(medians of round-robin rounds).
 
 Usage (from the repository root)::
 
-    PYTHONPATH=. python benchmarks/stacks.py                  # GRU and MGU, 3 layers
+    PYTHONPATH=. python benchmarks/stacks.py                  # GRU and LSTM, 3 layers
     PYTHONPATH=. python benchmarks/stacks.py --quick          # seconds: tiny shapes
 """
 
@@ -17,16 +19,34 @@ from collections.abc import Sequence
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import keras
 import tensorflow as tf
 
 from benchmarks.speed import Bench, prepare, time_round_robin
-from keras_rnncells import StackedRNN
+from keras_rnncells import (
+    RNN,
+    ClockworkCell,
+    DepthGatedLSTMCell,
+    GatedFeedbackCell,
+    StackedRNN,
+)
 from keras_rnncells.layers.stacks import CONNECTIONS
+
+
+def connected(cell: str, units: int, layers: int, connection: str) -> keras.layers.Layer | None:
+    """The stack of ``connection``, or None where it does not apply."""
+    if connection in CONNECTIONS:
+        return StackedRNN(cell, units, layers, connection)
+    if connection == "gated_feedback":
+        return RNN(GatedFeedbackCell(cell, units, layers))
+    if connection == "clockwork":
+        return RNN(ClockworkCell(cell, units, periods=[2**i for i in range(layers)]))
+    return RNN(DepthGatedLSTMCell(units, layers)) if cell == "lstm" else None
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cells", default="gru,mgu", help="comma-separated registered cells")
+    parser.add_argument("--cells", default="gru,lstm", help="comma-separated registered cells")
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--units", type=int, default=128)
     parser.add_argument("--batch", type=int, default=32)
@@ -44,8 +64,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     x = tf.random.normal((args.batch, args.steps, args.features))
     timed = {}
     for cell in args.cells.split(","):
-        for connection in CONNECTIONS:
-            layer = StackedRNN(cell, args.units, args.layers, connection)
+        for connection in (*CONNECTIONS, "gated_feedback", "clockwork", "depth_gated"):
+            layer = connected(cell, args.units, args.layers, connection)
+            if layer is None:
+                continue
             layer.build(x.shape)
             bench = Bench(f"{cell} {connection}", lambda layer=layer: layer)
             timed[cell, connection] = prepare(bench, layer, x, warmup=1)

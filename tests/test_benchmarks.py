@@ -456,14 +456,11 @@ def test_profile_step_bad_arguments():
 # -- stacks.py ----------------------------------------------------------------------------
 def test_stacks_quick_run(capsys):
     rows = load_script("stacks").main(["--quick", "--cells", "mgu", "--layers", "2"])
-    assert [(r["cell"], r["connection"]) for r in rows] == [
-        ("mgu", "plain"),
-        ("mgu", "residual"),
-        ("mgu", "dense"),
-    ]
-    plain, residual, dense = rows
+    connections = ["plain", "residual", "dense", "gated_feedback", "clockwork"]
+    assert [(r["cell"], r["connection"]) for r in rows] == [("mgu", c) for c in connections]
+    plain, residual, dense, *_ = rows
     assert plain["train_vs_plain"] == 1.0 and residual["parameters"] == plain["parameters"]
     assert dense["parameters"] > plain["parameters"]  # the second layer reads 3 + 4 features
     for r in rows:
         assert r["fwd_vs_plain"] == pytest.approx(r["fwd_ms"] / plain["fwd_ms"])
-    assert "| mgu | dense |" in capsys.readouterr().out
+    assert "| mgu | gated_feedback |" in capsys.readouterr().out
