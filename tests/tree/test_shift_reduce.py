@@ -273,3 +273,18 @@ def test_a_tree_over_a_sequence_encoder_gives_phrases_and_words_to_attend_over()
     assert all(g is not None for g in gradients)
     by_path = {w.path: np.asarray(g) for w, g in zip(model.trainable_weights, gradients)}
     assert np.any(by_path[next(p for p in by_path if p.endswith("gru_cell/recurrent_kernel"))])
+
+
+def test_the_loop_compiles_with_xla_in_a_training_step():
+    """``model.compile(jit_compile=True)``: XLA compiles the whole step, the
+    encoder's loop and its gradient included, to the numbers of the graph."""
+    targets = np.array([[1.0], [0.0], [1.0]], "float32")
+    weights = []
+    for jit_compile in (False, True):
+        model = postfix_model()
+        model.compile(keras.optimizers.SGD(0.5), "mse", jit_compile=jit_compile)
+        model.fit(POSTFIX, targets, epochs=2, batch_size=3, verbose=0)
+        weights.append(model.get_weights())
+    assert not np.allclose(weights[1][-1], postfix_model().get_weights()[-1])  # it trained
+    for graph, xla in zip(*weights):
+        np.testing.assert_allclose(xla, graph, atol=1e-5)
