@@ -1,6 +1,6 @@
 """What a connection between stacked layers costs: `StackedRNN` with
 "residual" and "dense" connections, and the gated-feedback, clockwork
-(periods 1, 2, 4, ...) and, for the LSTM, depth-gated cells, against the
+(periods 1, 2, 4, ...) and, for the LSTM, the depth-gated and grid cells, against the
 "plain" stack of the same cell, units and depth, in the same process
 (medians of round-robin rounds).
 
@@ -28,6 +28,7 @@ from keras_rnncells import (
     ClockworkCell,
     DepthGatedLSTMCell,
     GatedFeedbackCell,
+    GridLSTMCell,
     StackedRNN,
 )
 from keras_rnncells.layers.stacks import CONNECTIONS
@@ -41,7 +42,9 @@ def connected(cell: str, units: int, layers: int, connection: str) -> keras.laye
         return RNN(GatedFeedbackCell(cell, units, layers))
     if connection == "clockwork":
         return RNN(ClockworkCell(cell, units, periods=[2**i for i in range(layers)]))
-    return RNN(DepthGatedLSTMCell(units, layers)) if cell == "lstm" else None
+    if cell != "lstm":
+        return None
+    return RNN((DepthGatedLSTMCell if connection == "depth_gated" else GridLSTMCell)(units, layers))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -64,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     x = tf.random.normal((args.batch, args.steps, args.features))
     timed = {}
     for cell in args.cells.split(","):
-        for connection in (*CONNECTIONS, "gated_feedback", "clockwork", "depth_gated"):
+        for connection in (*CONNECTIONS, "gated_feedback", "clockwork", "depth_gated", "grid"):
             layer = connected(cell, args.units, args.layers, connection)
             if layer is None:
                 continue

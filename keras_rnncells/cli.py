@@ -218,7 +218,8 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         "al. 2016) connections; gated_feedback, layers that read each other's last states "
         "through global reset gates (Chung et al. 2015); clockwork, --layers modules of "
         "periods 1, 2, 4, ... (Koutník et al. 2014); depth_gated, LSTM layers whose memory "
-        "cells are gated across depth (Yao et al. 2015; --cell lstm); treelstm or spinn, a "
+        "cells are gated across depth (Yao et al. 2015; --cell lstm); grid, a 2-D grid LSTM "
+        "along time and depth (Kalchbrenner et al. 2015; --cell lstm); treelstm or spinn, a "
         "binary Tree-LSTM (Tai et al. 2015) or SPINN (Bowman et al. 2016) along the tree "
         "the tokens spell in postfix order (logic)",
     )

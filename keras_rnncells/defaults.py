@@ -20,11 +20,11 @@ STRATEGIES = ("none", "mirrored", "multiworker")
 # What a data task's model is: recurrent layers of the run's cell, stacked
 # ("rnn", plain), or joined as the literature joins them (`STACKS`:
 # `keras_rnncells.StackedRNN`'s residual and dense connections, the
-# gated-feedback, clockwork and depth-gated LSTM cells); or a tree model composing along the
-# tree the tokens spell in postfix order (`TREE_MODELS`: the binary Tree-LSTM
-# and SPINN, `keras_rnncells.tree.ShiftReduceEncoder`), for tasks whose
-# tokens do.
-STACKS = ("rnn", "residual", "dense", "gated_feedback", "clockwork", "depth_gated")
+# gated-feedback, clockwork, depth-gated LSTM and grid LSTM cells); or a
+# tree model composing along the tree the tokens spell in postfix order
+# (`TREE_MODELS`: the binary Tree-LSTM and SPINN,
+# `keras_rnncells.tree.ShiftReduceEncoder`), for tasks whose tokens do.
+STACKS = ("rnn", "residual", "dense", "gated_feedback", "clockwork", "depth_gated", "grid")
 TREE_MODELS = ("treelstm", "spinn")
 MODELS = (*STACKS, *TREE_MODELS)
 

@@ -36,6 +36,7 @@ from keras_rnncells.layers import (
     ClockworkCell,
     DepthGatedLSTMCell,
     GatedFeedbackCell,
+    GridLSTMCell,
     StackedRNN,
     WordDropout,
 )
@@ -151,7 +152,7 @@ def build_model(
     optimizer keeps an exponential moving average of the weights (Polyak
     averaging), which replaces them at the end of `fit`; ``model``: "rnn" (the
     recurrent layers above), "residual", "dense", "gated_feedback" or
-    "clockwork" or "depth_gated" (``layers`` layers of ``cell`` joined so,
+    "clockwork", "depth_gated" or "grid" (``layers`` layers of ``cell`` joined so,
     `connected_layers`),
     or "treelstm" / "spinn" for a task whose tokens
     spell trees in postfix order (``task.reduce_ids``): the embeddings
@@ -251,19 +252,20 @@ def connected_layers(
     """``layers`` layers of ``cell`` joined as ``model`` says: residual or
     dense (`keras_rnncells.StackedRNN`), gated feedback
     (`keras_rnncells.GatedFeedbackCell`), clockwork modules of periods 1, 2,
-    4, ... (`keras_rnncells.ClockworkCell`), or depth-gated LSTM layers
-    (`keras_rnncells.DepthGatedLSTMCell`, ``cell`` "lstm" only)."""
+    4, ... (`keras_rnncells.ClockworkCell`), depth-gated LSTM layers
+    (`keras_rnncells.DepthGatedLSTMCell`) or a 2-D grid LSTM along time and
+    depth (`keras_rnncells.GridLSTMCell`); these two for ``cell`` "lstm" only."""
     if model in ("residual", "dense"):
         return StackedRNN(cell, units, layers, model, return_sequences, name="recurrent")
     if model == "gated_feedback":
         compound = GatedFeedbackCell(cell, units, layers)
-    elif model == "depth_gated":
+    elif model in ("depth_gated", "grid"):
         if cell != "lstm":
             raise ValueError(
-                f"Argument `cell` must be 'lstm' for model 'depth_gated' (it joins LSTM memory "
+                f"Argument `cell` must be 'lstm' for model {model!r} (it joins LSTM memory "
                 f"cells), received: {cell!r}"
             )
-        compound = DepthGatedLSTMCell(units, layers)
+        compound = (DepthGatedLSTMCell if model == "depth_gated" else GridLSTMCell)(units, layers)
     else:
         compound = ClockworkCell(cell, units, periods=[2**i for i in range(layers)])
     return RNN(compound, return_sequences=return_sequences, name="recurrent")

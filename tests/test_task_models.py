@@ -79,7 +79,7 @@ def test_compare_runs_tree_models_beside_cells(tmp_path, capsys):
         (["train", "sentiment", "--model", "spinn"], "--model applies to the data tasks"),
         (["train", "adding", "--model", "dense", "--cell", "gru"], "`bidirectional` applies"),
         (["train", "logic", "--model", "clockwork", "--batch-norm"], "`batch_norm` applies"),
-        (["train", "logic", "--model", "depth_gated"], "`cell` must be 'lstm' for model"),
+        (["train", "logic", "--model", "grid"], "`cell` must be 'lstm' for model 'grid'"),
     ],
     ids=["no-trees", "cell", "layers", "shape", "app", "bidirectional", "batch-norm", "lstm"],
 )

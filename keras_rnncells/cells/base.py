@@ -67,6 +67,16 @@ def in_float32(initializer: Any) -> Any:
     return initialize
 
 
+def forget_bias_initializer(units: int, blocks: int, forget: tuple[int, ...]) -> Any:
+    """Zeros over ``blocks`` blocks of ``units``, ones in the ``forget`` blocks."""
+
+    def initialize(shape: tuple, dtype: Any = None) -> Tensor:
+        ones = [1.0 if block in forget else 0.0 for block in range(blocks)]
+        return ops.cast(ops.repeat(ops.convert_to_tensor(ones), units), dtype or "float32")
+
+    return initialize
+
+
 LAYER_NORM_EPSILON = 1e-3
 
 

@@ -1,10 +1,11 @@
 """The RNN layer with its execution paths, the named layers, stacks of layers
-(plain, residual, dense; clockwork, gated-feedback and depth-gated cells), the wrappers and
+(plain, residual, dense; clockwork, gated-feedback, depth-gated and grid cells), the wrappers and
 word dropout."""
 
 from keras_rnncells.layers.clockwork import ClockworkCell
 from keras_rnncells.layers.depth_gated import DepthGatedLSTMCell
 from keras_rnncells.layers.gated_feedback import GatedFeedbackCell
+from keras_rnncells.layers.grid_lstm import GridLSTMCell
 from keras_rnncells.layers.named import (
     CIFGLSTM,
     DSGU,
@@ -58,6 +59,7 @@ __all__ = [
     "ClockworkCell",
     "DepthGatedLSTMCell",
     "GatedFeedbackCell",
+    "GridLSTMCell",
     "JordanRNN",
     "LSTMNoForgetGate",
     "LSTMNoInputGate",

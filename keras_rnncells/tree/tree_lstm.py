@@ -29,19 +29,10 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_rnncells.cells.base import forget_bias_initializer
 from keras_rnncells.checks import check_positive_int
 
 Tensor = Any
-
-
-def forget_bias_initializer(units: int, blocks: int, forget: tuple[int, ...]) -> Any:
-    """Zeros over ``blocks`` blocks of ``units``, ones in the ``forget`` blocks."""
-
-    def initialize(shape: tuple, dtype: Any = None) -> Tensor:
-        ones = [1.0 if block in forget else 0.0 for block in range(blocks)]
-        return ops.cast(ops.repeat(ops.convert_to_tensor(ones), units), dtype or "float32")
-
-    return initialize
 
 
 class TreeLSTMUnit(keras.layers.Layer):

@@ -1,5 +1,6 @@
-"""`ClockworkCell`, `GatedFeedbackCell` and `DepthGatedLSTMCell` against NumPy of their papers'
-equations (tanh cells), masks, LSTM parts, a `.keras` round trip, the
+"""`ClockworkCell`, `GatedFeedbackCell`, `DepthGatedLSTMCell` and
+`GridLSTMCell` against NumPy of their papers' equations (tanh cells where the
+paper's cell is any), masks, LSTM parts, a `.keras` round trip, the
 SavedModel served as a stock TF Serving serves it and the ONNX file in
 onnxruntime, and what they refuse."""
 
@@ -140,7 +141,8 @@ def model_of_both() -> keras.Model:
     clockwork = kr.RNN(kr.ClockworkCell("mgu", UNITS, periods=(1, 2)))(inputs)
     feedback = kr.RNN(kr.GatedFeedbackCell("lstm", UNITS, 2))(inputs)
     depth_gated = kr.RNN(kr.DepthGatedLSTMCell(UNITS, 2))(inputs)
-    joined = keras.layers.Concatenate()([clockwork, feedback, depth_gated])
+    grid = kr.RNN(kr.GridLSTMCell(UNITS, 2))(inputs)
+    joined = keras.layers.Concatenate()([clockwork, feedback, depth_gated, grid])
     return keras.Model(inputs, joined, name="connected")
 
 
@@ -179,3 +181,35 @@ def test_bad_arguments_name_themselves():
         kr.GatedFeedbackCell("gru", UNITS, layers=0)
     with pytest.raises(ValueError, match="Argument `cell`"):
         kr.GatedFeedbackCell("nope", UNITS)
+
+
+def grid_reference(cell, x):
+    """Kalchbrenner et al.'s 2-D Grid LSTM (time, depth) in NumPy."""
+    sigmoid = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    w_in = cell.input_kernel.numpy()
+    kernels = {axis: cell.kernels[axis].numpy() for axis in ("time", "depth")}
+    biases = {axis: cell.biases[axis].numpy() for axis in ("time", "depth")}
+
+    def transform(axis, d, grid_input, memory):
+        i, f, o, g = np.split(grid_input @ kernels[axis][d] + biases[axis][d], 4)
+        memory = sigmoid(f) * memory + sigmoid(i) * np.tanh(g)
+        return sigmoid(o) * np.tanh(memory), memory
+
+    outputs = np.zeros((*x.shape[:2], UNITS))
+    for row in range(len(x)):
+        h, m = np.zeros((cell.depth, UNITS)), np.zeros((cell.depth, UNITS))
+        for step in range(x.shape[1]):
+            up, up_memory = x[row, step] @ w_in, np.zeros(UNITS)
+            for d in range(cell.depth):
+                grid_input = np.concatenate([h[d], up])
+                h[d], m[d] = transform("time", d, grid_input, m[d])
+                up, up_memory = transform("depth", d, grid_input, up_memory)
+            outputs[row, step] = up
+    return outputs
+
+
+def test_grid_lstm_follows_the_paper(sequences, mask, helpers):
+    cell = kr.GridLSTMCell(UNITS, layers=3)
+    layer = randomized(kr.RNN(cell, return_sequences=True), sequences)
+    np.testing.assert_allclose(layer(sequences), grid_reference(cell, sequences), atol=1e-5)
+    helpers.assert_rows_independent(kr.RNN(kr.GridLSTMCell(UNITS, 2)), sequences, mask)
