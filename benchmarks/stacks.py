@@ -19,32 +19,10 @@ from collections.abc import Sequence
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras
 import tensorflow as tf
 
 from benchmarks.speed import Bench, prepare, time_round_robin
-from keras_rnncells import (
-    RNN,
-    ClockworkCell,
-    DepthGatedLSTMCell,
-    GatedFeedbackCell,
-    GridLSTMCell,
-    StackedRNN,
-)
-from keras_rnncells.layers.stacks import CONNECTIONS
-
-
-def connected(cell: str, units: int, layers: int, connection: str) -> keras.layers.Layer | None:
-    """The stack of ``connection``, or None where it does not apply."""
-    if connection in CONNECTIONS:
-        return StackedRNN(cell, units, layers, connection)
-    if connection == "gated_feedback":
-        return RNN(GatedFeedbackCell(cell, units, layers))
-    if connection == "clockwork":
-        return RNN(ClockworkCell(cell, units, periods=[2**i for i in range(layers)]))
-    if cell != "lstm":
-        return None
-    return RNN((DepthGatedLSTMCell if connection == "depth_gated" else GridLSTMCell)(units, layers))
+from keras_rnncells.layers.stacks import ALL_CONNECTIONS, LSTM_ONLY, connected_stack
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -67,10 +45,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     x = tf.random.normal((args.batch, args.steps, args.features))
     timed = {}
     for cell in args.cells.split(","):
-        for connection in (*CONNECTIONS, "gated_feedback", "clockwork", "depth_gated", "grid"):
-            layer = connected(cell, args.units, args.layers, connection)
-            if layer is None:
+        for connection in ALL_CONNECTIONS:
+            if connection in LSTM_ONLY and cell != "lstm":
                 continue
+            layer = connected_stack(connection, cell, args.units, args.layers)
             layer.build(x.shape)
             bench = Bench(f"{cell} {connection}", lambda layer=layer: layer)
             timed[cell, connection] = prepare(bench, layer, x, warmup=1)

@@ -31,15 +31,8 @@ from keras_rnncells.checks import check_choice, check_positive_int, check_rate
 from keras_rnncells.data import Task, load_task, size_options, task_options
 from keras_rnncells.defaults import MODELS, TASK_DEFAULTS, TREE_MODELS, Settings, TaskDefaults
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
-from keras_rnncells.layers import (
-    RNN,
-    ClockworkCell,
-    DepthGatedLSTMCell,
-    GatedFeedbackCell,
-    GridLSTMCell,
-    StackedRNN,
-    WordDropout,
-)
+from keras_rnncells.layers import RNN, StackedRNN, WordDropout
+from keras_rnncells.layers.stacks import connected_stack
 from keras_rnncells.locks import run_lock
 from keras_rnncells.metrics import TokenCrossEntropy
 from keras_rnncells.regularizers import NormStabilizer, TemporalCoherence, check_beta
@@ -153,7 +146,7 @@ def build_model(
     averaging), which replaces them at the end of `fit`; ``model``: "rnn" (the
     recurrent layers above), "residual", "dense", "gated_feedback" or
     "clockwork", "depth_gated" or "grid" (``layers`` layers of ``cell`` joined so,
-    `connected_layers`),
+    `keras_rnncells.layers.stacks.connected_stack`),
     or "treelstm" / "spinn" for a task whose tokens
     spell trees in postfix order (``task.reduce_ids``): the embeddings
     composed along the tree into its root (`keras_rnncells.tree.ShiftReduceEncoder`,
@@ -218,7 +211,8 @@ def build_model(
     if model in TREE_MODELS:
         x = tree_root(task, model, units, inputs, drop(x) if drop else x)
     elif model != "rnn":
-        x = connected_layers(model, cell, units, layers, per_step)(drop(x) if drop else x)
+        stack = connected_stack(model, cell, units, layers, per_step, name="recurrent")
+        x = stack(drop(x) if drop else x)
     for index in range(layers if model == "rnn" else 0):
         x = drop(x) if drop else x
         returns_sequence = per_step or index < layers - 1
@@ -244,31 +238,6 @@ def build_model(
     # variable-length batches would each compile the step again.
     model.compile(optimizer=optimizer_object, loss=loss, metrics=metrics, jit_compile=False)
     return model
-
-
-def connected_layers(
-    model: str, cell: str, units: int, layers: int, return_sequences: bool
-) -> keras.layers.Layer:
-    """``layers`` layers of ``cell`` joined as ``model`` says: residual or
-    dense (`keras_rnncells.StackedRNN`), gated feedback
-    (`keras_rnncells.GatedFeedbackCell`), clockwork modules of periods 1, 2,
-    4, ... (`keras_rnncells.ClockworkCell`), depth-gated LSTM layers
-    (`keras_rnncells.DepthGatedLSTMCell`) or a 2-D grid LSTM along time and
-    depth (`keras_rnncells.GridLSTMCell`); these two for ``cell`` "lstm" only."""
-    if model in ("residual", "dense"):
-        return StackedRNN(cell, units, layers, model, return_sequences, name="recurrent")
-    if model == "gated_feedback":
-        compound = GatedFeedbackCell(cell, units, layers)
-    elif model in ("depth_gated", "grid"):
-        if cell != "lstm":
-            raise ValueError(
-                f"Argument `cell` must be 'lstm' for model {model!r} (it joins LSTM memory "
-                f"cells), received: {cell!r}"
-            )
-        compound = (DepthGatedLSTMCell if model == "depth_gated" else GridLSTMCell)(units, layers)
-    else:
-        compound = ClockworkCell(cell, units, periods=[2**i for i in range(layers)])
-    return RNN(compound, return_sequences=return_sequences, name="recurrent")
 
 
 def tree_root(task: Task, model: str, units: int, tokens: Any, embedded: Any) -> Any:

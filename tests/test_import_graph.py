@@ -34,7 +34,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "metrics": set(),
     "cells": {"checks"},
     "layers": {"cells", "checks"},
-    "tree": {"cells", "checks"},
+    "tree": {"cells", "checks", "layers"},
     "text": {"checks"},
     "data": {"checks"},
     "seq2seq": {"cells", "checks", "layers", "text"},

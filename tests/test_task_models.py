@@ -24,6 +24,13 @@ def read_results(run_dir) -> dict:
     return json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
 
 
+def test_the_task_models_are_the_connections_the_layers_build():
+    from keras_rnncells.defaults import STACKS
+    from keras_rnncells.layers.stacks import ALL_CONNECTIONS
+
+    assert STACKS == ("rnn", *ALL_CONNECTIONS[1:])  # "rnn" is the plain stack
+
+
 def test_logic_tasks_know_their_trees():
     task = load_task("logic", train_size=4, validation_size=4, test_size=4, shape="tree")
     assert [VOCABULARY[i] for i in task.reduce_ids] == list(GATES)

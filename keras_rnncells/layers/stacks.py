@@ -17,6 +17,10 @@ The output is the top's ``x_{layers+1}`` with its top layer's output in place
 of ``x``: ``h_L`` (plain), ``h_L + x_L`` (residual, L ≥ 2), ``h_L`` (dense);
 the sequence with ``return_sequences``, else its last step (a masked last
 step carries the last unmasked one, as in Keras' `RNN`).
+
+`connected_stack` builds any connection by name, these three and the cells
+of cells (gated feedback, clockwork, depth-gated, grid): what `rnncells
+train TASK --model` and `benchmarks/stacks.py` build.
 """
 
 from __future__ import annotations
@@ -28,9 +32,48 @@ from keras import ops
 
 from keras_rnncells.cells.registry import make_cell
 from keras_rnncells.checks import check_choice, check_positive_int
+from keras_rnncells.layers.clockwork import ClockworkCell
+from keras_rnncells.layers.depth_gated import DepthGatedLSTMCell
+from keras_rnncells.layers.gated_feedback import GatedFeedbackCell
+from keras_rnncells.layers.grid_lstm import GridLSTMCell
 from keras_rnncells.layers.rnn import RNN
 
 CONNECTIONS = ("plain", "residual", "dense")
+# Every connection `connected_stack` builds: StackedRNN's, then the cells of
+# cells (`keras_rnncells.defaults.STACKS` names them for the tasks).
+ALL_CONNECTIONS = (*CONNECTIONS, "gated_feedback", "clockwork", "depth_gated", "grid")
+LSTM_ONLY = ("depth_gated", "grid")
+
+
+def connected_stack(
+    connection: str,
+    cell: str,
+    units: int,
+    layers: int,
+    return_sequences: bool = False,
+    name: str | None = None,
+) -> keras.layers.Layer:
+    """``layers`` layers of ``cell`` joined by ``connection``: a `StackedRNN`
+    (plain, residual, dense), or an `RNN` over a gated-feedback cell, clockwork
+    modules of periods 1, 2, 4, ..., depth-gated LSTM layers or a grid LSTM
+    (the last two for ``cell`` "lstm" only)."""
+    check_choice("connection", connection, ALL_CONNECTIONS)
+    if connection in CONNECTIONS:
+        return StackedRNN(cell, units, layers, connection, return_sequences, name=name)
+    if connection in LSTM_ONLY and cell != "lstm":
+        raise ValueError(
+            f"Argument `cell` must be 'lstm' for model {connection!r} (it joins LSTM memory "
+            f"cells), received: {cell!r}"
+        )
+    if connection == "gated_feedback":
+        compound = GatedFeedbackCell(cell, units, layers)
+    elif connection == "clockwork":
+        compound = ClockworkCell(cell, units, periods=[2**i for i in range(layers)])
+    else:
+        compound = (DepthGatedLSTMCell if connection == "depth_gated" else GridLSTMCell)(
+            units, layers
+        )
+    return RNN(compound, return_sequences=return_sequences, name=name)
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")

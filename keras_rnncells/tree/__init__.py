@@ -1,6 +1,6 @@
 """Recursive composition over trees: Tree-LSTM units, a shift-reduce encoder
-(binary Tree-LSTM and SPINN) over transitions, and the child-sum Tree-LSTM
-over parent indices, each a Keras layer over batched, padded trees."""
+(binary Tree-LSTM and SPINN) over transitions, a tree-and-sequence encoder,
+and the child-sum Tree-LSTM over parent indices, each a Keras layer over batched, padded trees."""
 
 from keras_rnncells.tree.child_sum import ChildSumTreeLSTM
 from keras_rnncells.tree.shift_reduce import (
@@ -10,6 +10,7 @@ from keras_rnncells.tree.shift_reduce import (
     ShiftReduceEncoder,
     TransitionsFromTokens,
 )
+from keras_rnncells.tree.tree_and_sequence import TreeAndSequenceEncoder
 from keras_rnncells.tree.tree_lstm import BinaryTreeLSTMCell, ChildSumTreeLSTMCell
 
 __all__ = [
@@ -21,4 +22,5 @@ __all__ = [
     "ChildSumTreeLSTMCell",
     "ShiftReduceEncoder",
     "TransitionsFromTokens",
+    "TreeAndSequenceEncoder",
 ]

@@ -97,13 +97,6 @@ class ShiftReduceEncoder(keras.layers.Layer):
             self.cell = BinaryTreeLSTMCell(units, name="composition", dtype=self.dtype_policy)
         else:
             self.cell = get_cell(composition)(units, name="composition", dtype=self.dtype_policy)
-            if getattr(self.cell, "batch_norm", False) or not all(
-                isinstance(size, int) for size in self.state_sizes
-            ):
-                raise ValueError(
-                    f"Argument `composition` must be a cell with plain states, received: "
-                    f"{composition!r}"
-                )
         self.tracker = None
         if self.tracking_units:
             self.tracker = get_cell("lstm")(

@@ -19,6 +19,7 @@ from keras_rnncells.tree import (
     SHIFT,
     ShiftReduceEncoder,
     TransitionsFromTokens,
+    TreeAndSequenceEncoder,
 )
 
 UNITS, FEATURES = 3, 4
@@ -243,36 +244,44 @@ def test_keras_file_loads_in_a_fresh_process(tmp_path):
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, atol=1e-6)
 
 
-def test_a_tree_over_a_sequence_encoder_gives_phrases_and_words_to_attend_over():
+def test_tree_and_sequence_encoder_gives_words_and_phrases_to_attend_over():
     """Eriguchi et al. (2016): the tree's leaves are a sequence encoder's
-    outputs; attention reads the words and the phrases (the tree's nodes),
-    never padding, and the loss reaches the sequence encoder through the tree."""
-    from keras_rnncells import GRU
+    outputs; the memory holds the words' states, then the phrases' (REDUCE
+    nodes) as the two layers give them composed by hand; attention over it
+    never reads padding nor leaves twice, and the loss reaches the word layer
+    through the tree."""
     from keras_rnncells.seq2seq import Attention
 
     keras.utils.set_random_seed(6)
     tokens = keras.Input((None,), dtype="int32")
     embedded = keras.layers.Embedding(6, FEATURES, mask_zero=True)(tokens)
-    words = GRU(UNITS, return_sequences=True)(embedded)
     transitions = TransitionsFromTokens([3, 4])(tokens)
-    phrases = ShiftReduceEncoder(UNITS, return_sequences=True)([words, transitions])
-    memory = keras.layers.Concatenate(axis=1)([words, phrases])
-    present = keras.ops.not_equal(tokens, 0)
-    memory_mask = keras.ops.concatenate([present, present], axis=1)
-    query = keras.layers.Dense(UNITS)(keras.ops.mean(words, axis=1))
-    context, weights = Attention("general")(query, memory, memory_mask)
-    model = keras.Model(tokens, [context, weights])
+    encoder = TreeAndSequenceEncoder(UNITS, cell="gru")
+    memory, memory_mask, root = encoder([embedded, transitions])
+    context, weights = Attention("general")(root, memory, memory_mask)
+    model = keras.Model(tokens, [memory, memory_mask, root, context, weights])
     with tf.GradientTape() as tape:
-        context, weights = model(POSTFIX)
+        memory, memory_mask, root, context, weights = model(POSTFIX)
         loss = tf.reduce_sum(context**2)
+    codes = TransitionsFromTokens([3, 4])(POSTFIX).numpy()
+    present = POSTFIX != 0
+    assert (
+        np.asarray(memory_mask).tolist() == np.concatenate([present, codes == REDUCE], 1).tolist()
+    )
+    x = model.layers[1](POSTFIX)  # the embedding
+    words = np.asarray(encoder.words(x, mask=present))
+    nodes = np.asarray(encoder.phrases([words, codes]))
+    expected = np.concatenate([words * present[..., None], nodes * (codes == REDUCE)[..., None]], 1)
+    np.testing.assert_allclose(memory, expected, atol=1e-6)
+    last = [max(np.flatnonzero(row)) for row in present]
+    np.testing.assert_allclose(root, nodes[np.arange(3), last], atol=1e-6)
     found = np.asarray(weights)
-    assert found.shape == (3, 12)
-    assert not found[np.concatenate([POSTFIX, POSTFIX], axis=1) == 0].any()
+    assert found.shape == (3, 12) and not found[~np.asarray(memory_mask)].any()
     np.testing.assert_allclose(found.sum(axis=-1), 1.0, rtol=1e-6)
     gradients = tape.gradient(loss, model.trainable_weights)
-    assert all(g is not None for g in gradients)
-    by_path = {w.path: np.asarray(g) for w, g in zip(model.trainable_weights, gradients)}
-    assert np.any(by_path[next(p for p in by_path if p.endswith("gru_cell/recurrent_kernel"))])
+    by_path = {w.path: g for w, g in zip(model.trainable_weights, gradients)}
+    word_kernel = next(p for p in by_path if p.endswith("gru_cell/recurrent_kernel"))
+    assert by_path[word_kernel] is not None and np.any(np.asarray(by_path[word_kernel]))
 
 
 def test_the_loop_compiles_with_xla_in_a_training_step():
