@@ -39,12 +39,13 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from keras_rnncells.defaults import TREE_MODELS
 from keras_rnncells.experiments import (
     Settings,
     figure,
+    named_run,
     plot_against_units,
     plot_operation_weights,
+    run_label,
     task_defaults,
     task_settings,
     train_task,
@@ -572,13 +573,6 @@ def run_settings(results: dict) -> dict:
     return {**asdict(Settings()), **results["settings"]}
 
 
-def run_label(results: dict) -> str:
-    """The cell (or tree model) of a run, with the connection of a stack
-    other than the plain one."""
-    model = run_settings(results)["model"]
-    return results["cell"] if model in ("rnn", *TREE_MODELS) else f"{results['cell']} {model}"
-
-
 def seconds_per_epoch(results: dict) -> float:
     return statistics.median(results["seconds_per_epoch"])
 
@@ -592,7 +586,7 @@ def run_experiment(experiment: Experiment, out: Path, quick: bool) -> dict[str, 
     for run in experiment.runs:
         run_dir = out / "runs" / experiment.key / run.name
         options = {
-            ("model" if run.cell in TREE_MODELS else "cell"): run.cell,
+            **named_run(run.cell),
             **({"model": run.model} if run.model else {}),
             "shape": experiment.shape,
             "units": 2 if quick else run.units,

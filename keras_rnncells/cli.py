@@ -203,6 +203,14 @@ def cell_or_tree_model(text: str) -> str:
     return text if text in TREE_MODELS else cell_name(text)
 
 
+def shape_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--shape",
+        choices=("chain", "tree"),
+        help="logic: formulas as chains (default, the MuFuRU paper's) or random binary trees",
+    )
+
+
 def train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "name",
@@ -223,11 +231,7 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         "binary Tree-LSTM (Tai et al. 2015) or SPINN (Bowman et al. 2016) along the tree "
         "the tokens spell in postfix order (logic)",
     )
-    parser.add_argument(
-        "--shape",
-        choices=("chain", "tree"),
-        help="logic: formulas as chains (default, the MuFuRU paper's) or random binary trees",
-    )
+    shape_argument(parser)
     parser.add_argument("--units", type=positive_int, help="units per recurrent layer")
     parser.add_argument("--layers", type=positive_int, help="data tasks: stacked recurrent layers")
     parser.add_argument(
@@ -453,11 +457,7 @@ def compare_arguments(parser: argparse.ArgumentParser) -> None:
         default=["gru", "mgu"],
         help="e.g. gru,mgu,mufuru; on logic also the tree models treelstm and spinn",
     )
-    parser.add_argument(
-        "--shape",
-        choices=("chain", "tree"),
-        help="logic: formulas as chains (default) or random binary trees",
-    )
+    shape_argument(parser)
     parser.add_argument(
         "--units",
         type=comma_list(positive_int),

@@ -59,8 +59,8 @@ FLAG_SETTINGS = (
     *("norm_stabilizer", "temporal_coherence", "batch_norm"),
 )
 # The settings of the plain stack of recurrent layers (model "rnn"), which
-# the other models do not have (a stack of other connections does have
-# `layers`): each one's value that is no setting at all.
+# the other models do not have (but `layers`, which a tree model alone does
+# not have): each one's value that is no setting at all.
 RNN_ONLY = {
     "layers": 1,
     "bidirectional": False,
@@ -168,20 +168,16 @@ def build_model(
             f"Argument `model` {model!r} composes along the trees a task's tokens spell in "
             f"postfix order; task {task.name!r} has none (the logic task has)"
         )
-    chain_settings = {
-        "layers": layers,
-        "bidirectional": bidirectional,
-        "batch_norm": batch_norm,
-        "norm_stabilizer": norm_stabilizer,
-        "temporal_coherence": temporal_coherence,
-    }
-    for name, value in chain_settings.items() if model != "rnn" else ():
-        if value != RNN_ONLY[name] and (name != "layers" or model in TREE_MODELS):
+    penalties = {"norm_stabilizer": norm_stabilizer, "temporal_coherence": temporal_coherence}
+    rnn_only = {"bidirectional": bidirectional, "batch_norm": batch_norm, **penalties}
+    if model in TREE_MODELS:
+        rnn_only["layers"] = layers
+    for name, value in rnn_only.items() if model != "rnn" else ():
+        if value != RNN_ONLY[name]:
             raise ValueError(
                 f"Argument `{name}` applies to model 'rnn' (a plain stack of recurrent "
                 f"layers), not to model {model!r}, received: {value!r}"
             )
-    penalties = {"norm_stabilizer": norm_stabilizer, "temporal_coherence": temporal_coherence}
     word_dropout = check_rate("word_dropout", word_dropout)
     if task.vocabulary_size is not None:
         inputs = keras.Input((None,), dtype="int32", name="tokens")
@@ -238,6 +234,19 @@ def build_model(
     # variable-length batches would each compile the step again.
     model.compile(optimizer=optimizer_object, loss=loss, metrics=metrics, jit_compile=False)
     return model
+
+
+def run_label(results: dict[str, Any]) -> str:
+    """The cell (or tree model) of a finished run, with the connection of a
+    stack other than the plain one: "gru", "gru (clockwork)", "spinn"."""
+    model = results["settings"].get("model", "rnn")  # a run from before the setting
+    return results["cell"] if model in ("rnn", *TREE_MODELS) else f"{results['cell']} ({model})"
+
+
+def named_run(name: str) -> dict[str, str]:
+    """A name of `compare_cells` (or of an experiment's run) as the setting it
+    is: a tree model's ``model``, else a registered cell's ``cell``."""
+    return {"model": name} if name in TREE_MODELS else {"cell": name}
 
 
 def tree_root(task: Task, model: str, units: int, tokens: Any, embedded: Any) -> Any:
@@ -540,9 +549,8 @@ def compare_cells(
     (`keras_rnncells.locks.run_lock`)."""
     if not cells:
         raise ValueError("Argument `cells` must name at least one cell, received none")
-    runs_of = {name: ({"model": name} if name in TREE_MODELS else {"cell": name}) for name in cells}
     for name in cells:  # every cell and the task checked before training
-        task_settings(task_name, shape=shape, **runs_of[name])
+        task_settings(task_name, shape=shape, **named_run(name))
     run_dir = Path(run_dir)
     with run_lock(run_dir):  # one comparison at a time in run_dir
         sizes = list(units) if units else [None]
@@ -566,7 +574,7 @@ def compare_cells(
                         verbose=verbose,
                         overwrite=overwrite,
                         shape=shape,
-                        **runs_of[name],
+                        **named_run(name),
                     )
                 rows.append(
                     {
@@ -625,10 +633,8 @@ def train_from_arguments(args: Any) -> None:
         overwrite=args.overwrite,
     )
     seconds = np.median(results["seconds_per_epoch"])
-    model = results["settings"]["model"]
-    joined = f" ({model})" if model not in ("rnn", *TREE_MODELS) else ""
     print(
-        f"\n{args.name}, {results['cell']}{joined}: test {results['metric']} "
+        f"\n{args.name}, {run_label(results)}: test {results['metric']} "
         f"{results['test_metric']:.4f}; {results['parameters']} parameters, "
         f"{seconds:.2f} s/epoch (median)"
     )

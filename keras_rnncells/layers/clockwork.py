@@ -24,6 +24,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_rnncells.cells.base import as_state_list
 from keras_rnncells.checks import check_positive_int
 from keras_rnncells.layers.compound import CompoundCell
 
@@ -66,7 +67,7 @@ class ClockworkCell(CompoundCell):
         for index, (part, old) in enumerate(zip(self.parts, parts)):
             slower = [state[0] for state in parts[index + 1 :]]
             _, new = part.call(ops.concatenate([inputs, *slower], axis=-1), old, training)
-            new = list(new) if isinstance(new, (list, tuple)) else [new]
+            new = as_state_list(new)
             active = ops.equal(ops.mod(step, self.periods[index]), 0)
             kept = [ops.where(active, n, o) for n, o in zip(new, old)]
             new_states += kept

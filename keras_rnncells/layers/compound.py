@@ -10,14 +10,11 @@ from typing import Any
 
 import keras
 
+from keras_rnncells.cells.base import as_state_list
 from keras_rnncells.cells.registry import make_cell
 from keras_rnncells.checks import check_positive_int
 
 Tensor = Any
-
-
-def state_list(sizes: Any) -> list[int]:
-    return list(sizes) if isinstance(sizes, (list, tuple)) else [sizes]
 
 
 class CompoundCell(keras.layers.Layer):
@@ -42,12 +39,12 @@ class CompoundCell(keras.layers.Layer):
             for _ in range(check_positive_int("count", count))
         ]
         part = self.parts[0]
-        if part.output_size != state_list(part.state_size)[0]:
+        if part.output_size != as_state_list(part.state_size)[0]:
             raise ValueError(
                 f"Argument `cell` must name a cell whose output is its first state, "
                 f"received: {cell!r} (output {part.output_size}, states {part.state_size})"
             )
-        self.part_sizes = [state_list(p.state_size) for p in self.parts]
+        self.part_sizes = [as_state_list(p.state_size) for p in self.parts]
 
     @property
     def state_size(self) -> list[int]:
@@ -60,12 +57,6 @@ class CompoundCell(keras.layers.Layer):
             parts.append(states[: len(sizes)])
             states = states[len(sizes) :]
         return parts
-
-    def get_initial_state(self, batch_size: int | None = None) -> list:
-        return [
-            keras.ops.zeros((batch_size, size), dtype=self.compute_dtype)
-            for size in self.state_size
-        ]
 
     def get_config(self) -> dict:
         return {

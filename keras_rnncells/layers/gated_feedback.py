@@ -23,6 +23,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from keras_rnncells.cells.base import as_state_list
 from keras_rnncells.checks import check_positive_int
 from keras_rnncells.layers.compound import CompoundCell
 
@@ -74,7 +75,7 @@ class GatedFeedbackCell(CompoundCell):
             )
             fed = [gates[:, i : i + 1] * previous[i] for i in range(self.depth) if i != j]
             x, new = part.call(ops.concatenate([x, *fed], axis=-1), old, training)
-            new_states += list(new) if isinstance(new, (list, tuple)) else [new]
+            new_states += as_state_list(new)
         return x, new_states
 
     def get_config(self) -> dict:

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from keras_rnncells.checks import check_input, check_positive_int
 from keras_rnncells.tree.malformed import refuse_malformed
+from keras_rnncells.tree.shift_reduce import features_mask
 from keras_rnncells.tree.tree_lstm import ChildSumTreeLSTMCell
 
 Tensor = Any
@@ -84,7 +85,7 @@ class ChildSumTreeLSTM(keras.layers.Layer):
         features = tf.convert_to_tensor(features)
         parents = tf.cast(parents, "int32")
         nodes = tf.shape(parents)[1]
-        node_mask = mask[0] if isinstance(mask, (list, tuple)) else mask
+        node_mask = features_mask(mask)
         valid = tf.ones_like(parents, bool) if node_mask is None else tf.cast(node_mask, bool)
         in_range = (parents >= -1) & (parents < nodes)
         target = tf.gather(valid, tf.clip_by_value(parents, 0, nodes - 1), batch_dims=1)
@@ -113,16 +114,15 @@ class ChildSumTreeLSTM(keras.layers.Layer):
         _, h, _ = tf.while_loop(lambda n, *_: n < levels, level, (tf.constant(0), zeros, zeros))
         if not self.return_sequences:
             h = tf.reduce_sum(h * tf.cast(valid & (parents == -1), h.dtype)[..., None], axis=1)
-        return refuse_malformed(h, problems)
+        (h,) = refuse_malformed([h], problems)
+        return h
 
     def compute_output_shape(self, input_shape: list) -> tuple:
         batch, nodes = input_shape[0][0], input_shape[0][1]
         return (batch, nodes, self.units) if self.return_sequences else (batch, self.units)
 
     def compute_mask(self, inputs: list, mask: Any = None) -> Any:
-        if not self.return_sequences or mask is None:
-            return None
-        return mask[0] if isinstance(mask, (list, tuple)) else mask
+        return features_mask(mask) if self.return_sequences else None
 
     def get_config(self) -> dict:
         return {

@@ -11,12 +11,12 @@ import tensorflow as tf
 Tensor = Any
 
 
-def refuse_malformed(output: Tensor, problems: list[tuple[Tensor, str]]) -> Tensor:
+def refuse_malformed(outputs: list[Tensor], problems: list[tuple[Tensor, str]]) -> list[Tensor]:
     """For each ``(bad, message)`` (``bad``: one bool per row): when running
     eagerly a ``ValueError`` with ``message`` and the bad rows; in a graph
     (``model.fit``, a served SavedModel) an ``InvalidArgumentError`` when it
-    runs. ``output`` (batch-major) is returned with NaN in every bad row, which
-    is what an ONNX runtime shows, as tf2onnx drops assertions."""
+    runs. The ``outputs`` (batch-major) are returned with NaN in every bad
+    row, which is what an ONNX runtime shows, as tf2onnx drops assertions."""
     for bad, message in problems:
         if tf.executing_eagerly():
             rows = np.flatnonzero(np.asarray(bad)).tolist()
@@ -27,7 +27,11 @@ def refuse_malformed(output: Tensor, problems: list[tuple[Tensor, str]]) -> Tens
                 tf.logical_not(tf.reduce_any(bad)), [message, tf.where(bad)[:, 0]], summarize=10
             )
     bad_rows = tf.reduce_any(tf.stack([bad for bad, _ in problems], axis=-1), axis=-1)
-    bad_rows = tf.reshape(
-        bad_rows, tf.concat([tf.shape(bad_rows), tf.ones_like(tf.shape(output)[1:])], 0)
-    )
-    return tf.where(bad_rows, tf.constant(np.nan, output.dtype), output)
+    return [
+        tf.where(
+            tf.reshape(bad_rows, [-1] + [1] * (output.shape.rank - 1)),
+            tf.constant(np.nan, output.dtype),
+            output,
+        )
+        for output in outputs
+    ]

@@ -46,6 +46,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_rnncells.cells.base import as_state_list
 from keras_rnncells.cells.registry import get_cell, list_cells
 from keras_rnncells.checks import check_choice, check_input, check_integer, check_positive_int
 from keras_rnncells.tree.malformed import refuse_malformed
@@ -55,6 +56,21 @@ Tensor = Any
 
 PAD, SHIFT, REDUCE = 0, 1, 2
 TREE_LSTM = "treelstm"
+
+
+def features_mask(mask: Any) -> Any:
+    """The Keras mask of a tree layer's first input, its features (None
+    without one), from what Keras passes for ``[features, structure]``."""
+    return mask[0] if isinstance(mask, (list, tuple)) else mask
+
+
+def padded_transitions(transitions: Tensor, mask: Any) -> Tensor:
+    """``transitions`` as int32, `PAD` where the features' Keras mask is false."""
+    transitions = tf.cast(transitions, "int32")
+    feature_mask = features_mask(mask)
+    if feature_mask is None:
+        return transitions
+    return tf.where(tf.cast(feature_mask, bool), transitions, PAD)
 
 
 def stack_item(stack: Tensor, index: Tensor) -> Tensor:
@@ -106,8 +122,7 @@ class ShiftReduceEncoder(keras.layers.Layer):
 
     @property
     def state_sizes(self) -> list[int]:
-        sizes = self.cell.state_size
-        return list(sizes) if isinstance(sizes, (list, tuple)) else [sizes]
+        return as_state_list(self.cell.state_size)
 
     def build(self, input_shape: list) -> None:
         features = input_shape[0][-1]
@@ -123,19 +138,20 @@ class ShiftReduceEncoder(keras.layers.Layer):
             node = self.cell.compose(x, left, right)
             return node[0], node
         output, states = self.cell.call(ops.concatenate([x, right[0]], axis=-1), left, training)
-        return output, list(states) if isinstance(states, (list, tuple)) else [states]
+        return output, as_state_list(states)
 
     def call(self, inputs: list, mask: Any = None, training: bool = False) -> Tensor:
         features, transitions = inputs
         check_input(self, "features", features, ("batch", "steps", "features"), dtype="float")
         check_input(self, "transitions", transitions, ("batch", "steps"), dtype="integer")
-        transitions = tf.cast(transitions, "int32")
-        feature_mask = mask[0] if isinstance(mask, (list, tuple)) else mask
-        if feature_mask is not None:
-            transitions = tf.where(tf.cast(feature_mask, bool), transitions, PAD)
-        return self.run(tf.convert_to_tensor(features), transitions, training)
+        transitions = padded_transitions(transitions, mask)
+        nodes, root = self.run(tf.convert_to_tensor(features), transitions, training)
+        return nodes if self.return_sequences else root
 
-    def run(self, features: Tensor, transitions: Tensor, training: bool) -> Tensor:
+    def run(self, features: Tensor, transitions: Tensor, training: bool) -> list[Tensor]:
+        """Every node's output at its step (batch, steps, output_size; zero
+        at padding) and the root's (batch, output_size), malformed rows
+        refused (`refuse_malformed`)."""
         x_steps = tf.transpose(features, (1, 0, 2))
         codes = tf.transpose(transitions)
         steps, batch = tf.shape(x_steps)[0], tf.shape(x_steps)[1]
@@ -184,9 +200,7 @@ class ShiftReduceEncoder(keras.layers.Layer):
             (bad[:, 1], f"{where}: a reduce needs two items on the stack; rows:"),
             (depth > 1, f"{where}: a tree leaves one item on the stack, not more; rows:"),
         ]
-        if self.return_sequences:
-            return refuse_malformed(tf.transpose(outputs.stack(), (1, 0, 2)), problems)
-        return refuse_malformed(last, problems)
+        return refuse_malformed([tf.transpose(outputs.stack(), (1, 0, 2)), last], problems)
 
     def compute_output_shape(self, input_shape: list) -> tuple:
         batch, steps = input_shape[0][0], input_shape[0][1]

@@ -21,7 +21,12 @@ import tensorflow as tf
 from keras_rnncells.cells.registry import make_cell
 from keras_rnncells.checks import check_input, check_positive_int
 from keras_rnncells.layers.rnn import RNN
-from keras_rnncells.tree.shift_reduce import PAD, REDUCE, ShiftReduceEncoder
+from keras_rnncells.tree.shift_reduce import (
+    PAD,
+    REDUCE,
+    ShiftReduceEncoder,
+    padded_transitions,
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
@@ -46,9 +51,7 @@ class TreeAndSequenceEncoder(keras.layers.Layer):
             name="words",
             dtype=self.dtype_policy,
         )
-        self.phrases = ShiftReduceEncoder(
-            units, return_sequences=True, name="phrases", dtype=self.dtype_policy
-        )
+        self.phrases = ShiftReduceEncoder(units, name="phrases", dtype=self.dtype_policy)
 
     def build(self, input_shape: list) -> None:
         self.words.build(input_shape[0])
@@ -57,21 +60,13 @@ class TreeAndSequenceEncoder(keras.layers.Layer):
     def call(self, inputs: list, mask: Any = None, training: bool = False) -> tuple:
         features, transitions = inputs
         check_input(self, "transitions", transitions, ("batch", "steps"), dtype="integer")
-        transitions = tf.cast(transitions, "int32")
-        feature_mask = mask[0] if isinstance(mask, (list, tuple)) else mask
-        if feature_mask is not None:
-            transitions = tf.where(tf.cast(feature_mask, bool), transitions, PAD)
+        transitions = padded_transitions(transitions, mask)
         present = transitions != PAD
         words = self.words(features, mask=present, training=training)
-        nodes = self.phrases([words, transitions], training=training)
+        nodes, root = self.phrases.run(words, transitions, training)
         is_phrase = transitions == REDUCE
         phrases = nodes * tf.cast(is_phrase, nodes.dtype)[..., None]
         memory = tf.concat([words * tf.cast(present, words.dtype)[..., None], phrases], axis=1)
-        last = tf.reduce_max(
-            tf.where(present, tf.range(tf.shape(transitions)[1])[None, :], -1), axis=1
-        )
-        root = tf.gather(nodes, tf.maximum(last, 0), batch_dims=1)
-        root = root * tf.cast(last >= 0, root.dtype)[:, None]
         return memory, tf.concat([present, is_phrase], axis=1), root
 
     def compute_output_shape(self, input_shape: list) -> tuple:

@@ -270,7 +270,12 @@ def test_tree_and_sequence_encoder_gives_words_and_phrases_to_attend_over():
     )
     x = model.layers[1](POSTFIX)  # the embedding
     words = np.asarray(encoder.words(x, mask=present))
-    nodes = np.asarray(encoder.phrases([words, codes]))
+    phrases = ShiftReduceEncoder.from_config(
+        encoder.phrases.get_config() | {"return_sequences": True}
+    )
+    phrases([words, codes])
+    phrases.set_weights(encoder.phrases.get_weights())
+    nodes = np.asarray(phrases([words, codes]))
     expected = np.concatenate([words * present[..., None], nodes * (codes == REDUCE)[..., None]], 1)
     np.testing.assert_allclose(memory, expected, atol=1e-6)
     last = [max(np.flatnonzero(row)) for row in present]
