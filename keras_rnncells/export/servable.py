@@ -262,7 +262,10 @@ def servable_from_model(
       where the signature has ``None``; floats ~ N(0, 1); integers are ids in
       ``[1, n)`` for the smallest ``Embedding`` input size ``n`` of the model
       (2 without one), booleans true, both with the last two steps of the
-      second row set to 0 / false (right padding, as masks expect).
+      second row set to 0 / false (right padding, as masks expect); where a
+      layer of the model has ``example_ids(shape, n, rng)`` (the tree layers'
+      `keras_rnncells.tree.TransitionsFromTokens`: postfix trees), it draws
+      the integer examples instead.
     """
     if not isinstance(model, keras.Model):
         raise ValueError(f"Argument `model` must be a keras.Model, received: {model!r}")
@@ -376,12 +379,19 @@ def model_examples(
         if isinstance(layer, keras.layers.Embedding)
     ]
     ids = min(embeddings, default=2)
+    # A layer that only reads some id sequences (the tree layers' postfix
+    # trees) draws the integer examples itself.
+    drawers = [
+        layer.example_ids for layer in model._flatten_layers() if hasattr(layer, "example_ids")
+    ]
     examples = {}
     for key, spec in specs.items():
         shape = [EXAMPLE_BATCH, *(EXAMPLE_STEPS if d is None else d for d in spec.shape[1:])]
         dtype = spec.dtype
         if dtype.is_floating:
             value = rng.normal(size=shape).astype(dtype.as_numpy_dtype)
+        elif dtype.is_integer and drawers:
+            value = drawers[0](shape, ids, rng).astype(dtype.as_numpy_dtype)
         elif dtype.is_integer:
             value = rng.integers(min(1, ids - 1), max(ids, 1), size=shape)
             value = right_padded(value.astype(dtype.as_numpy_dtype), 0)

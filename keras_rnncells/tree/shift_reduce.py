@@ -43,6 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
@@ -239,6 +240,29 @@ class TransitionsFromTokens(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
         return input_shape
+
+    def example_ids(self, shape: tuple[int, int], ids: int, rng: np.random.Generator) -> np.ndarray:
+        """Token ids below ``ids`` that spell trees, (batch, steps) = ``shape``:
+        what an export's parity check runs (`keras_rnncells.export`'s examples
+        ask a model's layers for them; random ids would be malformed trees).
+        Each row is a chain ``leaf leaf op leaf op ...`` of an odd length, the
+        second row two steps shorter, right-padded."""
+        leaves = [i for i in range(1, ids) if i not in self.reduce_ids]
+        operators = [i for i in self.reduce_ids if i < ids]
+        if not leaves or not operators:
+            raise ValueError(
+                f"Layer {self.name!r} cannot draw example trees below id {ids}: it needs a "
+                f"leaf id and one of the operator ids {self.reduce_ids}"
+            )
+        batch, steps = shape
+        value = np.zeros(shape, "int64")
+        for row in range(batch):
+            length = steps - (2 if row == 1 else 0)
+            length -= 1 - length % 2  # a tree has an odd number of nodes
+            for t in range(max(length, 0)):
+                pool = operators if t >= 2 and t % 2 == 0 else leaves
+                value[row, t] = rng.choice(pool)
+        return value
 
     def get_config(self) -> dict:
         return {**super().get_config(), "reduce_ids": self.reduce_ids}

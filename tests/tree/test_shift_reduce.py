@@ -300,3 +300,14 @@ def test_the_loop_compiles_with_xla_in_a_training_step():
     assert not np.allclose(weights[1][-1], postfix_model().get_weights()[-1])  # it trained
     for graph, xla in zip(*weights):
         np.testing.assert_allclose(xla, graph, atol=1e-5)
+
+
+def test_an_export_draws_example_trees():
+    """`rnncells export` checks an artifact on examples the model takes:
+    random ids would be malformed trees, so the transitions layer draws them."""
+    from keras_rnncells.export import servable_from_model
+
+    model = postfix_model()
+    examples = servable_from_model(model).examples["tokens"]
+    assert examples.shape == (2, 5) and (examples[1, -2:] == 0).all() and examples.min() >= 0
+    assert np.isfinite(model(examples)).all()  # a malformed tree would raise
