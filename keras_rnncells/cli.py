@@ -40,6 +40,7 @@ from keras_rnncells.cli_runtime import (
 from keras_rnncells.defaults import (
     APPS,
     MODELS,
+    OPTIMIZERS,
     STRATEGIES,
     TASK_DEFAULTS,
     TREE_MODELS,
@@ -98,6 +99,17 @@ def penalty_weight(text: str) -> float:
         value = -1.0
     if not value >= 0.0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a float >= 0, received {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite float > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, received {text!r}")
     return value
 
 
@@ -277,6 +289,24 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
             "(a language model's layers, or all but the last; default 0: none)",
         )
     parser.add_argument(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        help="data tasks: the optimizer (default adam)",
+    )
+    parser.add_argument(
+        "--learning-rate",
+        type=positive_float,
+        metavar="RATE",
+        help="data tasks: the optimizer's learning rate (default 0.001)",
+    )
+    parser.add_argument(
+        "--patience",
+        type=positive_int,
+        metavar="N",
+        help="data tasks: stop after N epochs without a new lowest validation loss and keep "
+        "the best epoch's weights; --epochs is then the most (default: train every epoch)",
+    )
+    parser.add_argument(
         "--batch-norm",
         action="store_true",
         default=None,
@@ -328,7 +358,7 @@ FLAG_READERS = {
     **{name: ("tasks",) for name in ("layers", "norm_stabilizer", "temporal_coherence")},
     "model": ("tasks",),
     "shape": ("logic",),
-    "batch_norm": ("tasks",),
+    **{name: ("tasks",) for name in ("batch_norm", "optimizer", "learning_rate", "patience")},
     "word_dropout": ("tasks", "sentiment"),
     **{name: ("sentiment",) for name in ("dataset", "pretrain", "pretrain_epochs")},
 }
@@ -406,6 +436,9 @@ SETTING_FLAGS = {
             "norm_stabilizer",
             "temporal_coherence",
             "batch_norm",
+            "optimizer",
+            "learning_rate",
+            "patience",
         )
     },
 }

@@ -69,7 +69,7 @@ class Settings:
     epochs: int = 10
     batch_size: int = 32
     learning_rate: float = 1e-3
-    optimizer: str = "adam"
+    optimizer: str = "adam"  # one of OPTIMIZERS
     clipnorm: float = 1.0
     bidirectional: bool = False
     layers: int = 1
@@ -87,6 +87,13 @@ class Settings:
     shape: str = "chain"  # logic: formulas as chains or random trees (its `shape` option)
     seed: int = 0
     limit: int | None = None
+    # None: train all the epochs; else stop after this many epochs without a
+    # new lowest validation loss, keeping the best epoch's weights
+    patience: int | None = None
+
+
+# The optimizers a task run may name (Keras' names).
+OPTIMIZERS = ("adam", "rmsprop", "sgd")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,10 +26,18 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+import keras_rnncells
 from keras_rnncells.cells.registry import get_cell
-from keras_rnncells.checks import check_choice, check_positive_int, check_rate
+from keras_rnncells.checks import check_choice, check_float, check_positive_int, check_rate
 from keras_rnncells.data import Task, load_task, size_options, task_options
-from keras_rnncells.defaults import MODELS, TASK_DEFAULTS, TREE_MODELS, Settings, TaskDefaults
+from keras_rnncells.defaults import (
+    MODELS,
+    OPTIMIZERS,
+    TASK_DEFAULTS,
+    TREE_MODELS,
+    Settings,
+    TaskDefaults,
+)
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
 from keras_rnncells.layers import RNN, StackedRNN, WordDropout
 from keras_rnncells.layers.stacks import connected_stack
@@ -57,6 +65,7 @@ FLAG_SETTINGS = (
     *ALWAYS_WRITTEN,
     *("model", "shape", "layers", "limit", "word_dropout"),
     *("norm_stabilizer", "temporal_coherence", "batch_norm"),
+    *("optimizer", "learning_rate", "patience"),
 )
 # The settings of the plain stack of recurrent layers (model "rnn"), which
 # the other models do not have (but `layers`, which a tree model alone does
@@ -98,8 +107,11 @@ def task_settings(task: str, **overrides: Any) -> Settings:
         )
     for name in ("units", "epochs", "batch_size", "layers", "embedding_dim"):
         check_positive_int(name, getattr(settings, name))
-    if settings.limit is not None:
-        check_positive_int("limit", settings.limit)
+    for name in ("limit", "patience"):
+        if getattr(settings, name) is not None:
+            check_positive_int(name, getattr(settings, name))
+    check_choice("optimizer", settings.optimizer, OPTIMIZERS)
+    check_float("learning_rate", settings.learning_rate, "(0, inf)")
     if settings.ema_momentum is not None:
         check_rate("ema_momentum", settings.ema_momentum)
     check_rate("word_dropout", settings.word_dropout)
@@ -325,6 +337,9 @@ def train_task(
     batch_norm: bool | None = None,
     model: str | None = None,
     shape: str | None = None,
+    optimizer: str | None = None,
+    learning_rate: float | None = None,
+    patience: int | None = None,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
     the test split, write the run directory (see the module); returns the
@@ -349,6 +364,9 @@ def train_task(
         batch_norm=batch_norm,
         model=model,
         shape=shape,
+        optimizer=optimizer,
+        learning_rate=learning_rate,
+        patience=patience,
     )
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
@@ -404,6 +422,7 @@ def train_settings(
         validation_data=task.validation,
         verbose=verbose,
         ema=settings.ema_momentum is not None,
+        patience=settings.patience,
     )
     scores = evaluate(model, task)
     metric = test_metric(task.kind)
@@ -420,6 +439,7 @@ def train_settings(
         "settings": dataclasses.asdict(settings),
         "distribution": describe(strategy),
         "defaults_follow": task_defaults(task_name).source,
+        "package_version": keras_rnncells.__version__,
         "command": reproduce_command(task_name, run_dir, settings),
     }
     if settings.model == "rnn" and settings.cell == "mufuru" and task.vocabulary_size is not None:

@@ -33,6 +33,7 @@ import csv
 import dataclasses
 import io
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -50,6 +51,7 @@ from keras_rnncells.locks import run_lock
 BACKUP = "backup"  # the directory of a run's backup, deleted when the run ends
 STATE = "state.npz"  # in it: the state of the last epoch's end (`ResumableRun`)
 SETTINGS_RECORD = "settings.json"  # and the settings of the run (`run_directory`)
+BEST = "best.npz"  # and, when stopping early, the best epoch's state (`ResumableRun`)
 
 
 def write_atomically(path: str | os.PathLike, write: Callable[[str], None]) -> None:
@@ -125,18 +127,36 @@ class ResumableRun(keras.callbacks.Callback):
 
     The backup is one ``.npz`` file (no pickle) written atomically: the epoch,
     the values of ``model.variables`` (weights, and the state of the seed
-    generators dropout draws from) and of the optimizer's variables, and the
-    history rows. ``on_train_begin`` restores it, rewrites ``history.csv`` from
-    its rows and sets the shuffling epoch (`set_shuffle_epoch`); Keras' fit
-    then starts at the next epoch (the ``_initial_epoch`` hook Keras' own
-    ``BackupAndRestore`` sets). The backup is deleted when training ends."""
+    generators dropout draws from) and of the optimizer's variables, the
+    history rows and the `sessions`. ``on_train_begin`` restores it, rewrites
+    ``history.csv`` from its rows and sets the shuffling epoch
+    (`set_shuffle_epoch`); Keras' fit then starts at the next epoch (the
+    ``_initial_epoch`` hook Keras' own ``BackupAndRestore`` sets). The backup
+    is deleted when training ends.
 
-    def __init__(self, run_dir: str | os.PathLike, timer: EpochTimes | None = None) -> None:
+    ``sessions`` has one record per process that trained the run: its first
+    epoch (from 1), the epochs it trained and its wall seconds from the start
+    of training to its last epoch's end.
+
+    With ``patience``, training stops early: after ``patience`` epochs without
+    a new lowest ``val_loss``, the weights of the best epoch (kept in
+    ``backup/best.npz``) are restored and the run ends there; the best epoch
+    and value come from the history rows, so a resumed run stops where an
+    uninterrupted one would."""
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike,
+        timer: EpochTimes | None = None,
+        patience: int | None = None,
+    ) -> None:
         super().__init__()
         self.timer = timer
+        self.patience = patience
         self.directory = Path(run_dir) / BACKUP
         self.history = Path(run_dir) / "history.csv"
         self.rows: list[dict[str, Any]] = []
+        self.sessions: list[dict[str, Any]] = []
 
     @property
     def path(self) -> Path:
@@ -151,13 +171,32 @@ class ResumableRun(keras.callbacks.Callback):
             "optimizer": [] if optimizer is None else list(optimizer.variables),
         }
 
+    @property
+    def best_path(self) -> Path:
+        return self.directory / BEST
+
+    def best_epoch(self) -> int | None:
+        """The epoch (from 1) of the lowest ``val_loss`` of the history rows."""
+        losses = [row.get("val_loss", math.inf) for row in self.rows]
+        if not losses or min(losses) == math.inf:
+            return None
+        return losses.index(min(losses)) + 1
+
+    def stale(self) -> bool:
+        """With ``patience``: no new best ``val_loss`` in its last ``patience`` epochs."""
+        best = self.best_epoch()
+        return self.patience is not None and len(self.rows) - (best or 0) >= self.patience
+
     def on_train_begin(self, logs: dict | None = None) -> None:
         epoch = 0
         self.rows = []
+        self.sessions = []
         if self.path.is_file():
             with np.load(self.path, allow_pickle=False) as state:
                 epoch = int(state["epoch"])
                 self.rows = json.loads(str(state["history"]))
+                if "sessions" in state:  # (older backups kept none)
+                    self.sessions = json.loads(str(state["sessions"]))
                 for group, variables in self.variables().items():
                     for index, variable in enumerate(variables):
                         value = state[f"{group}/{index}"]
@@ -171,37 +210,61 @@ class ResumableRun(keras.callbacks.Callback):
             write_csv(self.history, self.rows)
             if self.timer is not None:
                 self.timer.seconds = [row["seconds"] for row in self.rows if "seconds" in row]
+        if self.stale():  # stopped early, killed before it ended: train no further
+            epoch = max(epoch, self.params.get("epochs", epoch))
         self.model._initial_epoch = epoch
         set_shuffle_epoch(epoch)
+        self.started = time.time()
+        self.sessions.append({"first_epoch": len(self.rows) + 1, "epochs": 0, "seconds": 0.0})
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         self.rows.append({"epoch": epoch, **{k: float(v) for k, v in sorted((logs or {}).items())}})
+        self.sessions[-1].update(
+            epochs=self.sessions[-1]["epochs"] + 1, seconds=time.time() - self.started
+        )
         # history.csv first: a kill between the two leaves a row the resumed run rewrites
         write_csv(self.history, self.rows)
+        if self.patience is not None and self.best_epoch() == len(self.rows):
+            self.save(epoch + 1, self.best_path)
+        if self.stale():
+            self.model.stop_training = True
         self.save(epoch + 1)
 
-    def save(self, epochs: int) -> None:
+    def save(self, epochs: int, path: Path | None = None) -> None:
         """Writes the backup of the model (set by ``set_model``) as a run
-        that has trained ``epochs`` epochs, with this run's history rows."""
-        arrays = {"epoch": np.array(epochs), "history": np.array(json.dumps(self.rows))}
+        that has trained ``epochs`` epochs, with this run's history rows (into
+        ``path``, by default the backup's state file)."""
+        arrays = {
+            "epoch": np.array(epochs),
+            "history": np.array(json.dumps(self.rows)),
+            "sessions": np.array(json.dumps(self.sessions)),
+        }
         for group, variables in self.variables().items():
             for index, variable in enumerate(variables):
                 arrays[f"{group}/{index}"] = keras.ops.convert_to_numpy(variable)
-        write_atomically(self.path, lambda temporary: np.savez(temporary, **arrays))
+        write_atomically(path or self.path, lambda temporary: np.savez(temporary, **arrays))
+
+    def restore_best(self) -> None:
+        """The model's variables of the best epoch (its ``backup/best.npz``)."""
+        with np.load(self.best_path, allow_pickle=False) as best:
+            for index, variable in enumerate(self.model.variables):
+                variable.assign(best[f"model/{index}"])
 
     def on_train_end(self, logs: dict | None = None) -> None:
+        if self.patience is not None and self.best_path.is_file():
+            self.restore_best()
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def run_callbacks(
-    run_dir: Path, timer: EpochTimes, ema: bool = False
+    run_dir: Path, timer: EpochTimes, ema: bool = False, patience: int | None = None
 ) -> list[keras.callbacks.Callback]:
-    """Resumable backups with the per-epoch CSV, TensorBoard logs and ``timer``;
-    with ``ema`` (an optimizer averaging the weights), validation runs on the
-    averaged weights."""
+    """Resumable backups with the per-epoch CSV (stopping early with
+    ``patience``), TensorBoard logs and ``timer``; with ``ema`` (an optimizer
+    averaging the weights), validation runs on the averaged weights."""
     callbacks = [
         timer,  # first: its `seconds` enter the logs the others record
-        ResumableRun(run_dir, timer),
+        ResumableRun(run_dir, timer, patience),
         keras.callbacks.TensorBoard(str(run_dir / "logs"), write_graph=False),
     ]
     return [keras.callbacks.SwapEMAWeights(), *callbacks] if ema else callbacks
@@ -215,27 +278,34 @@ def fit_run(
     validation_data: Any = None,
     verbose: int | str = "auto",
     ema: bool = False,
+    patience: int | None = None,
 ) -> dict[str, Any]:
     """``model.fit`` of a run: ``train`` (a dataset that shuffles itself by
-    ``(seed, epoch)``, `keras_rnncells.data.pipeline`) for ``epochs``, with
-    `run_callbacks` (resumable backups, ``history.csv``, TensorBoard logs, the
-    epoch timer). Returns what every run's ``results.json`` holds of its
-    training: ``training_seconds`` (the sum over epochs, so the epochs of an
-    interrupted process count in a resumed run), ``seconds_per_epoch`` and
-    ``parameters`` (trainable)."""
+    ``(seed, epoch)``, `keras_rnncells.data.pipeline`) for ``epochs`` (at
+    most, with ``patience``: see `ResumableRun`), with `run_callbacks`
+    (resumable backups, ``history.csv``, TensorBoard logs, the epoch timer).
+    Returns what every run's ``results.json`` holds of its training:
+    ``training_seconds`` (the sum over epochs, so the epochs of an
+    interrupted process count in a resumed run), ``seconds_per_epoch``,
+    ``parameters`` (trainable), ``sessions`` (`ResumableRun`) and, with
+    ``patience``, ``best_epoch`` (the epoch whose weights the model keeps)."""
     timer = EpochTimes()
+    callbacks = run_callbacks(run_dir, timer, ema=ema, patience=patience)
     model.fit(
         train,
         validation_data=validation_data,
         epochs=epochs,
-        callbacks=run_callbacks(run_dir, timer, ema=ema),
+        callbacks=callbacks,
         shuffle=False,  # the dataset shuffles itself
         verbose=verbose,
     )
+    resumable = next(c for c in callbacks if isinstance(c, ResumableRun))
     return {
         "training_seconds": sum(timer.seconds),
         "seconds_per_epoch": timer.seconds,
         "parameters": parameter_count(model),
+        "sessions": resumable.sessions,
+        **({"best_epoch": resumable.best_epoch()} if patience is not None else {}),
     }
 
 
