@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import importlib.metadata
 import json
 import shlex
 from collections.abc import Sequence
@@ -26,7 +27,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-import keras_rnncells
 from keras_rnncells.cells.registry import get_cell
 from keras_rnncells.checks import check_choice, check_float, check_positive_int, check_rate
 from keras_rnncells.data import Task, load_task, size_options, task_options
@@ -439,13 +439,21 @@ def train_settings(
         "settings": dataclasses.asdict(settings),
         "distribution": describe(strategy),
         "defaults_follow": task_defaults(task_name).source,
-        "package_version": keras_rnncells.__version__,
+        "package_version": package_version(),
         "command": reproduce_command(task_name, run_dir, settings),
     }
     if settings.model == "rnn" and settings.cell == "mufuru" and task.vocabulary_size is not None:
         results["operation_weights"] = average_operation_weights(model, task)
     results["plots"] = write_plots(run_dir, results)
     return finish_run(run_dir, model, results)
+
+
+def package_version() -> str:
+    """The installed keras_rnncells' version ("unknown" where it runs uninstalled)."""
+    try:
+        return importlib.metadata.version("keras_rnncells")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def recurrent_parameter_count(model: keras.Model) -> int:

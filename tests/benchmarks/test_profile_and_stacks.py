@@ -1,0 +1,57 @@
+"""benchmarks/ptb_start.py, profile_step.py and stacks.py run and print their tables."""
+
+import pytest
+
+
+def test_ptb_start_prints_window_perplexities(load_script, require_data, capsys):
+    require_data("ptb")
+    curves = load_script("ptb_start").main(
+        ["--steps", "4", "--window", "2", "--models", "gru,keras_gru"]
+    )
+    assert set(curves) == {"gru", "keras_gru"}
+    for curve in curves.values():  # untrained: near the 10,001-word vocabulary's uniform guess
+        assert len(curve) == 2 and all(1000 < p < 20000 for p in curve)
+    table = capsys.readouterr().out
+    assert "| model | 2 | 4 | last vs keras_gru |" in table
+    assert (
+        f"| keras_gru | {curves['keras_gru'][0]:.0f} | {curves['keras_gru'][1]:.0f} | 1.00x |"
+        in table
+    )
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [(["--models", "gru,nope"], "unknown"), (["--steps", "10", "--window", "20"], "--window")],
+)
+def test_ptb_start_bad_arguments(load_script, argv, message, capsys):
+    with pytest.raises(SystemExit):
+        load_script("ptb_start").parse_args(argv)
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("layer, loop_part", [("mgu", 0), ("keras_gru", 0)])
+def test_profile_step_puts_the_loop_matmuls_in_their_part(load_script, layer, loop_part, capsys):
+    profile = load_script("profile_step")
+    parts = profile.main(["--layer", layer, "--batch", "2", "--steps", "6", "--calls", "2"])
+    assert list(parts) == list(profile.PARTS)
+    assert all(value >= 0 for value in parts.values())
+    assert parts[profile.PARTS[loop_part]] > 0  # per-step matmuls were found and counted
+    printed = capsys.readouterr().out
+    assert f"| {profile.PARTS[loop_part]} |" in printed and "ms unprofiled" in printed
+
+
+def test_profile_step_bad_arguments(load_script):
+    with pytest.raises(ValueError, match="--layer"):
+        load_script("profile_step").parse_args(["--layer", "elman"])
+
+
+def test_stacks_quick_run(load_script, capsys):
+    rows = load_script("stacks").main(["--quick", "--cells", "mgu", "--layers", "2"])
+    connections = ["plain", "residual", "dense", "gated_feedback", "clockwork"]
+    assert [(r["cell"], r["connection"]) for r in rows] == [("mgu", c) for c in connections]
+    plain, residual, dense, *_ = rows
+    assert plain["train_vs_plain"] == 1.0 and residual["parameters"] == plain["parameters"]
+    assert dense["parameters"] > plain["parameters"]  # the second layer reads 3 + 4 features
+    for r in rows:
+        assert r["fwd_vs_plain"] == pytest.approx(r["fwd_ms"] / plain["fwd_ms"])
+    assert "| mgu | gated_feedback |" in capsys.readouterr().out
