@@ -2,7 +2,8 @@
 cell (``keras_rnncells.cells``), the ``RNN`` layer, the named layers and
 word dropout (``keras_rnncells.layers``), MuFuRU's operation registry and the
 norm-stabilizer and temporal-coherence penalties, the language models' token
-cross-entropy metric; encoder-decoders
+cross-entropy metrics and large-vocabulary output layer
+(``keras_rnncells.softmax``); encoder-decoders
 (``keras_rnncells.seq2seq``), tree encoders (``keras_rnncells.tree``),
 in-graph tokenizers (``keras_rnncells.text``) and the applications
 (``keras_rnncells.apps``, whose model classes Keras then knows) as
@@ -12,13 +13,14 @@ from keras_rnncells import apps, cells, layers, seq2seq, text, tree
 from keras_rnncells.cells import *  # noqa: F403 (names listed in cells.__all__)
 from keras_rnncells.cells.mufuru import register_operation
 from keras_rnncells.layers import *  # noqa: F403 (names listed in layers.__all__)
-from keras_rnncells.metrics import TokenCrossEntropy
+from keras_rnncells.metrics import TokenCrossEntropy, TokenLossMean
 from keras_rnncells.regularizers import (
     NormStabilizer,
     TemporalCoherence,
     norm_stabilizer,
     temporal_coherence,
 )
+from keras_rnncells.softmax import VocabularySoftmax
 
 # The applications' model classes register with Keras when their modules are
 # imported: load_apps imports every one listed (keras_rnncells.defaults.APPS),
@@ -31,6 +33,8 @@ __all__ = [
     "NormStabilizer",
     "TemporalCoherence",
     "TokenCrossEntropy",
+    "TokenLossMean",
+    "VocabularySoftmax",
     "apps",
     "norm_stabilizer",
     "register_operation",

@@ -307,6 +307,32 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         "the best epoch's weights; --epochs is then the most (default: train every epoch)",
     )
     parser.add_argument(
+        "--softmax",
+        choices=("full", "sampled", "nce", "class"),
+        help="ptb: the output layer's training loss: full (default); sampled, sampled softmax "
+        "(Jean et al. 2015); nce, noise-contrastive estimation (Mnih & Teh 2012); class, a "
+        "class-factored softmax over frequency bins; validation and test use the exact one",
+    )
+    parser.add_argument(
+        "--sampler",
+        choices=("log_uniform", "unigram"),
+        help="ptb, --softmax sampled or nce: the noise words' distribution, log_uniform "
+        "(Zipfian by frequency rank, default) or unigram (the training counts)",
+    )
+    parser.add_argument(
+        "--num-sampled",
+        type=positive_int,
+        metavar="K",
+        help="ptb, --softmax sampled or nce: noise words per batch (default 64)",
+    )
+    parser.add_argument(
+        "--self-normalization",
+        type=penalty_weight,
+        metavar="ALPHA",
+        help="ptb, --softmax full: add α·(log Z)² to the loss, so that the logits come out "
+        "about normalized (Devlin et al. 2014; default 0)",
+    )
+    parser.add_argument(
         "--batch-norm",
         action="store_true",
         default=None,
@@ -359,6 +385,7 @@ FLAG_READERS = {
     "model": ("tasks",),
     "shape": ("logic",),
     **{name: ("tasks",) for name in ("batch_norm", "optimizer", "learning_rate", "patience")},
+    **{name: ("ptb",) for name in ("softmax", "sampler", "num_sampled", "self_normalization")},
     "word_dropout": ("tasks", "sentiment"),
     **{name: ("sentiment",) for name in ("dataset", "pretrain", "pretrain_epochs")},
 }
@@ -439,6 +466,10 @@ SETTING_FLAGS = {
             "optimizer",
             "learning_rate",
             "patience",
+            "softmax",
+            "sampler",
+            "num_sampled",
+            "self_normalization",
         )
     },
 }

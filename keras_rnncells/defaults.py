@@ -90,6 +90,12 @@ class Settings:
     # None: train all the epochs; else stop after this many epochs without a
     # new lowest validation loss, keeping the best epoch's weights
     patience: int | None = None
+    # language models: the output layer's training loss (keras_rnncells.softmax.METHODS),
+    # its sampler and samples per batch ("sampled", "nce"), and α of self-normalization
+    softmax: str = "full"
+    sampler: str = "log_uniform"
+    num_sampled: int = 64
+    self_normalization: float = 0.0
 
 
 # The optimizers a task run may name (Keras' names).

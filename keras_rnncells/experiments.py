@@ -42,8 +42,9 @@ from keras_rnncells.distribute import describe, make_strategy, prepare_model, wr
 from keras_rnncells.layers import RNN, StackedRNN, WordDropout
 from keras_rnncells.layers.stacks import connected_stack
 from keras_rnncells.locks import run_lock
-from keras_rnncells.metrics import TokenCrossEntropy
+from keras_rnncells.metrics import TokenCrossEntropy, TokenLossMean
 from keras_rnncells.regularizers import NormStabilizer, TemporalCoherence, check_beta
+from keras_rnncells.softmax import METHODS, SAMPLERS, VocabularySoftmax, token_mean
 from keras_rnncells.training import (
     finish_run,
     fit_run,
@@ -66,7 +67,16 @@ FLAG_SETTINGS = (
     *("model", "shape", "layers", "limit", "word_dropout"),
     *("norm_stabilizer", "temporal_coherence", "batch_norm"),
     *("optimizer", "learning_rate", "patience"),
+    *("softmax", "sampler", "num_sampled", "self_normalization"),
 )
+# The settings of a language model's output layer (`keras_rnncells.softmax`),
+# with the value that is no setting at all for other tasks.
+SOFTMAX_ONLY = {
+    "softmax": "full",
+    "sampler": "log_uniform",
+    "num_sampled": 64,
+    "self_normalization": 0.0,
+}
 # The settings of the plain stack of recurrent layers (model "rnn"), which
 # the other models do not have (but `layers`, which a tree model alone does
 # not have): each one's value that is no setting at all.
@@ -111,6 +121,17 @@ def task_settings(task: str, **overrides: Any) -> Settings:
         if getattr(settings, name) is not None:
             check_positive_int(name, getattr(settings, name))
     check_choice("optimizer", settings.optimizer, OPTIMIZERS)
+    check_choice("softmax", settings.softmax, METHODS)
+    check_choice("sampler", settings.sampler, SAMPLERS)
+    check_positive_int("num_sampled", settings.num_sampled)
+    check_float("self_normalization", settings.self_normalization, "[0, inf)")
+    if task != "ptb":
+        for name, value in SOFTMAX_ONLY.items():
+            if getattr(settings, name) != value:
+                raise ValueError(
+                    f"Argument `{name}` applies to the language-model task (ptb), not to "
+                    f"{task!r}, received: {getattr(settings, name)!r}"
+                )
     check_float("learning_rate", settings.learning_rate, "(0, inf)")
     if settings.ema_momentum is not None:
         check_rate("ema_momentum", settings.ema_momentum)
@@ -139,6 +160,11 @@ def build_model(
     batch_norm: bool = False,
     ema_momentum: float | None = None,
     model: str = "rnn",
+    softmax: str = "full",
+    sampler: str = "log_uniform",
+    num_sampled: int = 64,
+    self_normalization: float = 0.0,
+    unigram_counts: Any = None,
 ) -> keras.Model:
     """A compiled model for ``task``: ``layers`` recurrent layers of ``cell``
     (``bidirectional``: each one `keras.layers.Bidirectional`, outputs
@@ -171,6 +197,12 @@ def build_model(
     * language_model: ``Dense(vocabulary_size)`` logits at every step,
       cross-entropy ignoring padding targets (0); perplexity is
       ``exp(cross_entropy)``, the metric (the loss also holds any penalty).
+      With another ``softmax`` than "full", or ``self_normalization``, the
+      head is a `keras_rnncells.VocabularySoftmax` trained by that method
+      (``sampler``, ``num_sampled``; ``unigram_counts`` for the unigram
+      sampler), and the model reads ``[tokens, targets]`` and gives each
+      token's loss, the exact one outside training
+      (`language_model_for_serving` gives its tokens-to-logits model).
     """
     cell_class = get_cell(cell)
     check_positive_int("layers", layers)
@@ -234,10 +266,26 @@ def build_model(
         x = layer(x)
         for name, beta in betas.items() if returns_sequence else ():
             x = PENALTIES[name](beta, name=f"{name}_{index + 1}")(x)
-    outputs = keras.layers.Dense(task.output_units, name="logits")(drop(x) if drop else x)
     name = f"{task.name}_{model if model in TREE_MODELS else cell}"
-    model = keras.Model(inputs, outputs, name=name)
-    loss, metrics = head(task.kind)
+    x = drop(x) if drop else x
+    if per_step and (softmax != "full" or self_normalization):
+        output = VocabularySoftmax(
+            task.output_units,
+            softmax,
+            num_sampled=num_sampled,
+            sampler=sampler,
+            unigram_counts=unigram_counts,
+            self_normalization=self_normalization,
+            name="logits",
+        )
+        targets = keras.Input((None,), dtype="int32", name="targets")
+        model = keras.Model([inputs, targets], output([x, targets]), name=name)
+        loss, metrics = token_mean, [TokenLossMean()]
+    else:
+        model = keras.Model(
+            inputs, keras.layers.Dense(task.output_units, name="logits")(x), name=name
+        )
+        loss, metrics = head(task.kind)
     options = {"learning_rate": learning_rate, "clipnorm": clipnorm}
     if ema_momentum is not None:
         options.update(use_ema=True, ema_momentum=check_rate("ema_momentum", ema_momentum))
@@ -291,6 +339,37 @@ def test_metric(kind: str) -> str:
     return {"regression": "loss", "language_model": "perplexity"}.get(kind, "accuracy")
 
 
+def language_model_for_serving(model: keras.Model) -> keras.Model:
+    """The tokens-to-logits model of a language model that reads its targets
+    too (`build_model` with another softmax): the same layers and weights;
+    any other model itself."""
+    if len(model.inputs) == 1:
+        return model
+    output = model.get_layer("logits")
+    hidden = output.input[0]
+    return keras.Model(model.inputs[0], output(hidden), name=model.name)
+
+
+def with_targets(task: Task) -> Task:
+    """``task`` whose batches also feed the targets as an input, ``((inputs,
+    targets), targets)``: what a language model that reads them trains on."""
+
+    def both(inputs: tf.Tensor, targets: tf.Tensor) -> tuple:
+        return (inputs, targets), targets
+
+    splits = {name: getattr(task, name).map(both) for name in ("train", "validation", "test")}
+    return dataclasses.replace(task, **splits)
+
+
+def token_counts(task: Task) -> np.ndarray:
+    """How often each id is a training target (the unigram sampler's counts)."""
+    counts = np.zeros(task.vocabulary_size)
+    for _, targets in task.train:
+        counts += np.bincount(np.asarray(targets).ravel(), minlength=task.vocabulary_size)
+    counts[0] = 0  # padding
+    return counts
+
+
 def evaluate(model: keras.Model, task: Task) -> dict[str, float]:
     """Test loss and metrics (and perplexity for a language model)."""
     scores = {
@@ -340,6 +419,10 @@ def train_task(
     optimizer: str | None = None,
     learning_rate: float | None = None,
     patience: int | None = None,
+    softmax: str | None = None,
+    sampler: str | None = None,
+    num_sampled: int | None = None,
+    self_normalization: float | None = None,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
     the test split, write the run directory (see the module); returns the
@@ -367,6 +450,10 @@ def train_task(
         optimizer=optimizer,
         learning_rate=learning_rate,
         patience=patience,
+        softmax=softmax,
+        sampler=sampler,
+        num_sampled=num_sampled,
+        self_normalization=self_normalization,
     )
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
@@ -404,27 +491,36 @@ def train_settings(
         "batch_norm",
         "ema_momentum",
         "model",
+        *SOFTMAX_ONLY,
     )
+    counts = None
+    if settings.softmax in ("sampled", "nce") and settings.sampler == "unigram":
+        counts = token_counts(task)
     with strategy.scope():  # variables mirrored on every replica
         model = build_model(
             task,
             settings.cell,
             settings.units,
             clipnorm=settings.clipnorm,
+            unigram_counts=counts,
             **{name: getattr(settings, name) for name in model_options},
         )
+    trained_task = with_targets(task) if len(model.inputs) == 2 else task
     prepare_model(model, strategy)
     run = fit_run(
         model,
-        task.train,
+        trained_task.train,
         run_dir,
         settings.epochs,
-        validation_data=task.validation,
+        validation_data=trained_task.validation,
         verbose=verbose,
         ema=settings.ema_momentum is not None,
         patience=settings.patience,
     )
-    scores = evaluate(model, task)
+    scores = evaluate(model, trained_task)
+    served = language_model_for_serving(model)
+    if served is not model and settings.softmax != "class":
+        scores["mean_abs_log_z"] = mean_abs_log_partition(served, task)
     metric = test_metric(task.kind)
     results: dict[str, Any] = {
         "task": task_name,
@@ -443,9 +539,21 @@ def train_settings(
         "command": reproduce_command(task_name, run_dir, settings),
     }
     if settings.model == "rnn" and settings.cell == "mufuru" and task.vocabulary_size is not None:
-        results["operation_weights"] = average_operation_weights(model, task)
+        results["operation_weights"] = average_operation_weights(served, task)
     results["plots"] = write_plots(run_dir, results)
-    return finish_run(run_dir, model, results)
+    return finish_run(run_dir, served, results)
+
+
+def mean_abs_log_partition(model: keras.Model, task: Task) -> float:
+    """The mean |log Z| of a language model's logits over the test targets:
+    how far from normalized (0) its unnormalized scores are."""
+    total, count = 0.0, 0
+    for tokens, targets in task.test:
+        log_z = tf.reduce_logsumexp(model(tokens, training=False), -1)
+        keep = np.asarray(targets) != 0
+        total += float(np.abs(np.asarray(log_z))[keep].sum())
+        count += int(keep.sum())
+    return total / max(count, 1)
 
 
 def package_version() -> str:

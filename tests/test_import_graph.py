@@ -32,6 +32,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "defaults": set(),
     "regularizers": {"checks"},
     "metrics": set(),
+    "softmax": {"checks"},
     "cells": {"checks"},
     "layers": {"cells", "checks"},
     "tree": {"cells", "checks", "layers"},
@@ -43,7 +44,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "distribute": {"checks", "defaults"},
     "experiments": {
         *("cells", "checks", "data", "defaults", "distribute", "layers"),
-        *("locks", "metrics", "regularizers", "training", "tree"),
+        *("locks", "metrics", "regularizers", "softmax", "training", "tree"),
     },
     "export": {"cells", "checks", "layers", "locks", "seq2seq", "text", "training"},
     "apps": {

@@ -1,0 +1,268 @@
+"""Output layers over a large vocabulary, and the training losses that avoid
+computing the full softmax at every step.
+
+`VocabularySoftmax` holds the output weights ``W`` (V×d) and ``b`` of a
+language model over V words. Called on the hidden states ``h`` (…, d) it
+gives what inference uses, the logits ``z = h Wᵀ + b`` (with ``method=
+"class"``, the log-probabilities of the class-factored model). Called on
+``[h, targets]`` it gives the loss of every target token (0 at padding
+targets, id 0): in training the ``method``'s loss, otherwise the exact
+negative log-likelihood, ``log Z − z_y`` with ``Z = Σ_w exp z_w`` (for
+"class", of its own normalized model), so a validation or test loss is the
+full softmax's.
+
+The methods (V words, k samples per batch, Q(w) the sampler's probability):
+
+- ``full``: the cross-entropy ``log Z − z_y``; with ``self_normalization``
+  α > 0 the loss is ``log Z − z_y + α (log Z)²`` (Devlin et al. 2014), which
+  pushes ``log Z`` toward 0, so that at inference ``z_y`` alone approximates
+  ``log p(y)``: `log_partition` measures it.
+- ``sampled``: sampled softmax (Jean et al. 2015): the cross-entropy over
+  ``{y} ∪ S`` (S: k words drawn from Q, without replacement, accidental hits
+  of y removed) of the corrected logits ``z_w − log(k Q(w))``.
+- ``nce``: noise-contrastive estimation (Mnih & Teh 2012): the logistic loss
+  of telling y (label 1) from the k noise words (label 0), with logits
+  ``z_w − log(k Q(w))``; the scores it learns are about self-normalized.
+- ``class``: the class-factored softmax (Goodman 2001; Mikolov et al.
+  2011): words sorted by frequency (the id order of our vocabularies) fall
+  into ``classes`` bins of equal size, and ``p(w | h) = p(c(w) | h) p(w |
+  c(w), h)``, two softmaxes of C and V/C entries in place of one of V.
+
+The samplers (``sampler``, for "sampled" and "nce"): ``log_uniform``, the
+Zipfian ``Q(w) = log((w + 2)/(w + 1)) / log(V + 1)`` of TensorFlow's
+``log_uniform_candidate_sampler``, which assumes ids sorted by decreasing
+frequency; ``unigram``, ``Q(w) ∝ counts[w]``, the training-set counts
+(``unigram_counts``). Samples are drawn once per batch and shared by its
+tokens, as TensorFlow's candidate samplers do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_rnncells.checks import check_choice, check_float, check_positive_int
+
+__all__ = ["METHODS", "SAMPLERS", "VocabularySoftmax", "token_mean"]
+
+METHODS = ("full", "sampled", "nce", "class")
+SAMPLERS = ("log_uniform", "unigram")
+
+
+@keras.saving.register_keras_serializable(package="keras_rnncells")
+class VocabularySoftmax(keras.layers.Layer):
+    """The output layer of a language model over ``vocabulary_size`` words,
+    trained by ``method`` (see the module): ``"full"`` (optionally
+    ``self_normalization`` α), ``"sampled"`` or ``"nce"`` (``num_sampled``
+    words from ``sampler``; ``unigram_counts`` for the unigram sampler), or
+    ``"class"`` (``classes`` frequency bins; default ⌈√V⌉).
+
+    ``layer(h)``: logits (…, V); ``layer([h, targets])``: the loss of each
+    target token (…), 0 where the target is 0 (padding)."""
+
+    def __init__(
+        self,
+        vocabulary_size: int,
+        method: str = "full",
+        num_sampled: int = 64,
+        sampler: str = "log_uniform",
+        unigram_counts: Sequence[float] | None = None,
+        self_normalization: float = 0.0,
+        classes: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
+        self.method = check_choice("method", method, METHODS)
+        self.num_sampled = check_positive_int("num_sampled", num_sampled)
+        self.sampler = check_choice("sampler", sampler, SAMPLERS)
+        self.self_normalization = check_float("self_normalization", self_normalization, "[0, inf)")
+        if method in ("sampled", "nce") and num_sampled >= vocabulary_size:
+            raise ValueError(
+                f"Argument `num_sampled` must be below `vocabulary_size` ({vocabulary_size}), "
+                f"received: {num_sampled}"
+            )
+        if self.self_normalization and method != "full":
+            raise ValueError(
+                "Argument `self_normalization` applies to method 'full', received "
+                f"{self_normalization} with method {method!r}"
+            )
+        # A padded sequence's mask ends here: the targets (0: padding) weigh the losses.
+        self.supports_masking = True
+        self.unigram_counts = None
+        if sampler == "unigram" and method in ("sampled", "nce"):
+            self.unigram_counts = check_counts(unigram_counts, vocabulary_size)
+        self.classes = None
+        if method == "class":
+            default = math.ceil(math.sqrt(vocabulary_size))
+            self.classes = check_positive_int("classes", default if classes is None else classes)
+            if self.classes > vocabulary_size:
+                raise ValueError(
+                    f"Argument `classes` must be at most `vocabulary_size` "
+                    f"({vocabulary_size}), received: {classes}"
+                )
+            self.class_size = math.ceil(vocabulary_size / self.classes)
+
+    def build(self, input_shape: Any) -> None:
+        hidden_shape = input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape
+        units = hidden_shape[-1]
+        self.kernel = self.add_weight(
+            name="kernel", shape=(self.vocabulary_size, units), initializer="glorot_uniform"
+        )
+        self.bias = self.add_weight(name="bias", shape=(self.vocabulary_size,), initializer="zeros")
+        if self.method == "class":
+            self.class_kernel = self.add_weight(
+                name="class_kernel", shape=(self.classes, units), initializer="glorot_uniform"
+            )
+            self.class_bias = self.add_weight(
+                name="class_bias", shape=(self.classes,), initializer="zeros"
+            )
+
+    # -- inference ------------------------------------------------------------------
+    def logits(self, hidden: tf.Tensor) -> tf.Tensor:
+        """``h Wᵀ + b`` over the last axis; for "class", the log-probabilities."""
+        logits = tf.tensordot(hidden, tf.transpose(self.kernel), 1) + self.bias
+        if self.method != "class":
+            return logits
+        return self.class_log_probabilities(hidden, logits)
+
+    def class_log_probabilities(self, hidden: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+        """log p(c(w)|h) + log p(w|c(w),h) for every word w: the within-class
+        log-softmax of ``logits`` per bin, plus the bin's log-probability."""
+        padded = self.classes * self.class_size - self.vocabulary_size
+        outer = tf.shape(logits)[:-1]
+        filler = tf.fill(tf.concat([outer, [padded]], 0), tf.constant(-np.inf, logits.dtype))
+        binned = tf.reshape(
+            tf.concat([logits, filler], -1), tf.concat([outer, [self.classes, self.class_size]], 0)
+        )
+        class_logits = tf.tensordot(hidden, tf.transpose(self.class_kernel), 1) + self.class_bias
+        log_p = tf.nn.log_softmax(binned) + tf.nn.log_softmax(class_logits)[..., None]
+        flat = tf.reshape(log_p, tf.concat([outer, [self.classes * self.class_size]], 0))
+        return flat[..., : self.vocabulary_size]
+
+    def log_partition(self, hidden: tf.Tensor) -> tf.Tensor:
+        """``log Z`` of the full softmax at every position (0 for a
+        self-normalized model: `self_normalization`)."""
+        return tf.reduce_logsumexp(self.logits(hidden), -1)
+
+    # -- losses ---------------------------------------------------------------------
+    def call(self, inputs: Any, training: bool | None = None) -> tf.Tensor:
+        if not isinstance(inputs, (list, tuple)):
+            return self.logits(inputs)
+        hidden, targets = inputs
+        targets = tf.cast(targets, "int64")
+        shape = tf.shape(targets)
+        flat_hidden = tf.reshape(hidden, [-1, tf.shape(hidden)[-1]])
+        flat_targets = tf.reshape(targets, [-1])
+        if training and self.method in ("sampled", "nce"):
+            losses = self.sampled_losses(flat_hidden, flat_targets)
+        elif self.method == "class":
+            losses = self.class_losses(flat_hidden, flat_targets)
+        else:
+            logits = self.logits(flat_hidden)
+            losses = tf.nn.sparse_softmax_cross_entropy_with_logits(flat_targets, logits)
+            if training and self.self_normalization:
+                log_z = tf.reduce_logsumexp(logits, -1)
+                losses += self.self_normalization * tf.square(log_z)
+        losses = tf.where(tf.equal(flat_targets, 0), tf.zeros_like(losses), losses)
+        return tf.reshape(losses, shape)
+
+    def sampled_values(self, targets: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """The candidate sampler's draw for a batch's ``targets`` (N,):
+        sampled ids, and the expected counts k·Q of the targets and samples."""
+        true_classes = targets[:, None]
+        options = {
+            "true_classes": true_classes,
+            "num_true": 1,
+            "num_sampled": self.num_sampled,
+            "unique": True,
+            "range_max": self.vocabulary_size,
+        }
+        if self.sampler == "unigram":
+            return tf.random.fixed_unigram_candidate_sampler(
+                unigrams=self.unigram_counts, **options
+            )
+        return tf.random.log_uniform_candidate_sampler(**options)
+
+    def sampled_losses(
+        self, hidden: tf.Tensor, targets: tf.Tensor, sampled: tuple | None = None
+    ) -> tf.Tensor:
+        """The "sampled" or "nce" loss of each row of ``hidden`` (N, d), over
+        the ``sampled`` candidates (by default a draw of `sampled_values`)."""
+        loss = tf.nn.sampled_softmax_loss if self.method == "sampled" else tf.nn.nce_loss
+        return loss(
+            weights=self.kernel,
+            biases=self.bias,
+            labels=targets[:, None],
+            inputs=hidden,
+            num_sampled=self.num_sampled,
+            num_classes=self.vocabulary_size,
+            sampled_values=self.sampled_values(targets) if sampled is None else sampled,
+            remove_accidental_hits=self.method == "sampled",
+        )
+
+    def class_losses(self, hidden: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
+        """−log p(c(y)|h) − log p(y|c(y),h) of each row, from the C class
+        logits and the class_size logits of the target's class alone."""
+        target_class = targets // self.class_size
+        class_logits = tf.matmul(hidden, self.class_kernel, transpose_b=True) + self.class_bias
+        class_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(target_class, class_logits)
+        members = target_class[:, None] * self.class_size + tf.range(self.class_size, dtype="int64")
+        valid = members < self.vocabulary_size
+        members = tf.minimum(members, self.vocabulary_size - 1)
+        word_logits = tf.einsum("nd,nsd->ns", hidden, tf.gather(self.kernel, members))
+        word_logits += tf.gather(self.bias, members)
+        word_logits = tf.where(valid, word_logits, tf.constant(-np.inf, word_logits.dtype))
+        word_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            targets - target_class * self.class_size, word_logits
+        )
+        return class_loss + word_loss
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> None:
+        return None
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        if isinstance(input_shape[0], (list, tuple)):
+            return tuple(input_shape[1])
+        return (*input_shape[:-1], self.vocabulary_size)
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            **super().get_config(),
+            "vocabulary_size": self.vocabulary_size,
+            "method": self.method,
+            "num_sampled": self.num_sampled,
+            "sampler": self.sampler,
+            "unigram_counts": self.unigram_counts,
+            "self_normalization": self.self_normalization,
+            "classes": self.classes,
+        }
+
+
+def check_counts(counts: Sequence[float] | None, vocabulary_size: int) -> list[float]:
+    """The unigram sampler's counts: one finite count >= 0 per word, some > 0."""
+    if counts is None:
+        raise ValueError(
+            "Argument `unigram_counts` is needed by sampler 'unigram': one count per word"
+        )
+    values = np.asarray(counts, dtype="float64")
+    if values.shape != (vocabulary_size,) or not np.all(np.isfinite(values)):
+        raise ValueError(
+            f"Argument `unigram_counts` must hold {vocabulary_size} finite counts, received "
+            f"shape {values.shape}"
+        )
+    if np.any(values < 0) or not np.any(values > 0):
+        raise ValueError("Argument `unigram_counts` must be >= 0 with at least one count > 0")
+    return [float(v) for v in values]
+
+
+def token_mean(y_true: Any, token_losses: Any) -> Any:
+    """The mean of a `VocabularySoftmax`'s token losses over the non-padding
+    targets (``y_true`` != 0): the Keras loss of a model whose output they are."""
+    weights = keras.ops.cast(keras.ops.not_equal(y_true, 0), token_losses.dtype)
+    return keras.ops.sum(token_losses * weights) / keras.ops.maximum(keras.ops.sum(weights), 1.0)
