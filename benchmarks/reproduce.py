@@ -57,6 +57,9 @@ TRICKS = {
     "norm_stabilizer": "ns",
     "temporal_coherence": "tc",
     "batch_norm": "bn",
+    "softmax": "",  # the output layer's training loss (its name is the mark)
+    "sampler": "",
+    "self_normalization": "sn",
 }
 
 
@@ -73,6 +76,9 @@ class Run:
     norm_stabilizer: float | None = None
     temporal_coherence: float | None = None
     batch_norm: bool | None = None
+    softmax: str | None = None
+    sampler: str | None = None
+    self_normalization: float | None = None
     model: str | None = None  # a stack of other connections (keras_rnncells.defaults.STACKS)
 
     @property
@@ -422,6 +428,33 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             "falling (early stopping) in place of a learning-rate schedule. Windows are "
             "stateless (no state carried across batches), which costs a model its context at "
             "the start of every window.",
+        ),
+    ),
+    Experiment(
+        "ptb_softmax",
+        "Large-vocabulary output layers on the Penn Treebank language model",
+        "ptb",
+        (
+            Run("gru", 200, 1),
+            Run("gru", 200, 1, self_normalization=0.1),
+            Run("gru", 200, 1, softmax="sampled"),
+            Run("gru", 200, 1, softmax="sampled", sampler="unigram"),
+            Run("gru", 200, 1, softmax="nce"),
+            Run("gru", 200, 1, softmax="class"),
+        ),
+        "sampled softmax (Jean et al. 2015) and NCE (Mnih & Teh 2012) train large-vocabulary "
+        "models at a fraction of the full softmax's cost; self-normalization (Devlin et al. "
+        "2014) drives log Z toward 0; a class-factored softmax (Goodman 2001) normalizes "
+        "over classes and their words",
+        "reported: seconds per epoch and the test perplexity under the full softmax (the "
+        "class-factored model: its own normalized one), after the same budget",
+        None,
+        epochs=6,
+        notes=(
+            "One GRU layer of 200 on the full training stream, six epochs each, one seed; 64 "
+            "noise words per batch for sampled softmax and NCE; ⌈√V⌉ = 101 classes of 100 "
+            "words by frequency rank. `test.mean_abs_log_z` in each run's `results.json` is the "
+            "mean |log Z| of its logits over the test targets (0 for normalized scores).",
         ),
     ),
     Experiment(

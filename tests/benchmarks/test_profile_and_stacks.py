@@ -1,4 +1,4 @@
-"""benchmarks/ptb_start.py, profile_step.py and stacks.py run and print their tables."""
+"""benchmarks/ptb_start.py, profile_step.py, stacks.py and softmax.py run and print their tables."""
 
 import pytest
 
@@ -55,3 +55,14 @@ def test_stacks_quick_run(load_script, capsys):
     for r in rows:
         assert r["fwd_vs_plain"] == pytest.approx(r["fwd_ms"] / plain["fwd_ms"])
     assert "| mgu | gated_feedback |" in capsys.readouterr().out
+
+
+def test_softmax_quick_run(load_script, capsys):
+    softmax = load_script("softmax")
+    rows = softmax.main(["--quick"])
+    assert [row["head"] for row in rows] == list(softmax.HEADS)
+    for row in rows:
+        assert row["train_ms"] > 0 and row["fwd_ms"] > 0
+        assert row["train_vs_full"] == pytest.approx(row["train_ms"] / rows[1]["train_ms"])
+    printed = capsys.readouterr().out
+    assert "| 300 | sampled, log-uniform |" in printed and "| vs our full |" in printed
