@@ -96,6 +96,7 @@ def timed(call, *arguments) -> float:
 
 def main(argv: Sequence[str] | None = None) -> list[dict]:
     args = parse_args(argv)
+    tf.get_logger().setLevel("ERROR")  # one tf.function per model: no retracing to warn of
     rows = []
     for vocabulary in (int(v) for v in args.vocabularies.split(",")):
         rng = np.random.default_rng(0)

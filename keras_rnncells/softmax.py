@@ -126,7 +126,10 @@ class VocabularySoftmax(keras.layers.Layer):
     # -- inference ------------------------------------------------------------------
     def logits(self, hidden: tf.Tensor) -> tf.Tensor:
         """``h Wᵀ + b`` over the last axis; for "class", the log-probabilities."""
-        logits = tf.tensordot(hidden, tf.transpose(self.kernel), 1) + self.bias
+        flat = tf.reshape(hidden, [-1, tf.shape(hidden)[-1]])
+        logits = tf.matmul(flat, self.kernel, transpose_b=True) + self.bias  # W (V, d) as is
+        # (the vocabulary's size, not -1: onnxruntime cannot infer it for an empty batch)
+        logits = tf.reshape(logits, tf.concat([tf.shape(hidden)[:-1], [self.vocabulary_size]], 0))
         if self.method != "class":
             return logits
         return self.class_log_probabilities(hidden, logits)
@@ -140,7 +143,7 @@ class VocabularySoftmax(keras.layers.Layer):
         binned = tf.reshape(
             tf.concat([logits, filler], -1), tf.concat([outer, [self.classes, self.class_size]], 0)
         )
-        class_logits = tf.tensordot(hidden, tf.transpose(self.class_kernel), 1) + self.class_bias
+        class_logits = tf.einsum("...d,cd->...c", hidden, self.class_kernel) + self.class_bias
         log_p = tf.nn.log_softmax(binned) + tf.nn.log_softmax(class_logits)[..., None]
         flat = tf.reshape(log_p, tf.concat([outer, [self.classes * self.class_size]], 0))
         return flat[..., : self.vocabulary_size]
