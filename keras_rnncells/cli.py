@@ -39,6 +39,7 @@ from keras_rnncells.cli_runtime import (
 )
 from keras_rnncells.defaults import (
     APPS,
+    LANGUAGE_MODELS,
     MODELS,
     OPTIMIZERS,
     STRATEGIES,
@@ -309,28 +310,29 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--softmax",
         choices=("full", "sampled", "nce", "class"),
-        help="ptb: the output layer's training loss: full (default); sampled, sampled softmax "
-        "(Jean et al. 2015); nce, noise-contrastive estimation (Mnih & Teh 2012); class, a "
-        "class-factored softmax over frequency bins; validation and test use the exact one",
+        help="language models (ptb, imdb_lm): the output layer's training loss: full "
+        "(default); sampled, sampled softmax (Jean et al. 2015); nce, noise-contrastive "
+        "estimation (Mnih & Teh 2012); class, a class-factored softmax over frequency bins; "
+        "validation and test use the exact one",
     )
     parser.add_argument(
         "--sampler",
         choices=("log_uniform", "unigram"),
-        help="ptb, --softmax sampled or nce: the noise words' distribution, log_uniform "
-        "(Zipfian by frequency rank, default) or unigram (the training counts)",
+        help="language models, --softmax sampled or nce: the noise words' distribution, "
+        "log_uniform (Zipfian by frequency rank, default) or unigram (the training counts)",
     )
     parser.add_argument(
         "--num-sampled",
         type=positive_int,
         metavar="K",
-        help="ptb, --softmax sampled or nce: noise words per batch (default 64)",
+        help="language models, --softmax sampled or nce: noise words per batch (default 64)",
     )
     parser.add_argument(
         "--self-normalization",
         type=penalty_weight,
         metavar="ALPHA",
-        help="ptb, --softmax full: add α·(log Z)² to the loss, so that the logits come out "
-        "about normalized (Devlin et al. 2014; default 0)",
+        help="language models, --softmax full: add α·(log Z)² to the loss, so that the "
+        "logits come out about normalized (Devlin et al. 2014; default 0)",
     )
     parser.add_argument(
         "--batch-norm",
@@ -385,7 +387,7 @@ FLAG_READERS = {
     "model": ("tasks",),
     "shape": ("logic",),
     **{name: ("tasks",) for name in ("batch_norm", "optimizer", "learning_rate", "patience")},
-    **{name: ("ptb",) for name in ("softmax", "sampler", "num_sampled", "self_normalization")},
+    **dict.fromkeys(("softmax", "sampler", "num_sampled", "self_normalization"), LANGUAGE_MODELS),
     "word_dropout": ("tasks", "sentiment"),
     **{name: ("sentiment",) for name in ("dataset", "pretrain", "pretrain_epochs")},
 }

@@ -169,7 +169,14 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
         "stateless windows (no state carried across batches)",
         "Penn Treebank word-level language model (test perplexity)",
     ),
+    "imdb_lm": TaskDefaults(
+        Settings(units=200, embedding_dim=200, epochs=2, batch_size=20, clipnorm=5.0),
+        f"PTB's sizes and batches, one layer; the rest: {OURS}",
+        "IMDB reviews as a word-level language model over 50,000 words (test perplexity)",
+    ),
 }
+# The language-model tasks: the ones whose output layer --softmax chooses.
+LANGUAGE_MODELS = ("ptb", "imdb_lm")
 
 
 def cluster_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:

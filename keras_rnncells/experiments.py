@@ -31,6 +31,7 @@ from keras_rnncells.cells.registry import get_cell
 from keras_rnncells.checks import check_choice, check_float, check_positive_int, check_rate
 from keras_rnncells.data import Task, load_task, size_options, task_options
 from keras_rnncells.defaults import (
+    LANGUAGE_MODELS,
     MODELS,
     OPTIMIZERS,
     TASK_DEFAULTS,
@@ -125,12 +126,12 @@ def task_settings(task: str, **overrides: Any) -> Settings:
     check_choice("sampler", settings.sampler, SAMPLERS)
     check_positive_int("num_sampled", settings.num_sampled)
     check_float("self_normalization", settings.self_normalization, "[0, inf)")
-    if task != "ptb":
+    if task not in LANGUAGE_MODELS:
         for name, value in SOFTMAX_ONLY.items():
             if getattr(settings, name) != value:
                 raise ValueError(
-                    f"Argument `{name}` applies to the language-model task (ptb), not to "
-                    f"{task!r}, received: {getattr(settings, name)!r}"
+                    f"Argument `{name}` applies to the language-model tasks {LANGUAGE_MODELS}, "
+                    f"not to {task!r}, received: {getattr(settings, name)!r}"
                 )
     check_float("learning_rate", settings.learning_rate, "(0, inf)")
     if settings.ema_momentum is not None:
