@@ -71,12 +71,10 @@ FLAG_SETTINGS = (
     *("softmax", "sampler", "num_sampled", "self_normalization"),
 )
 # The settings of a language model's output layer (`keras_rnncells.softmax`),
-# with the value that is no setting at all for other tasks.
+# with their defaults, the values that are no setting at all for other tasks.
 SOFTMAX_ONLY = {
-    "softmax": "full",
-    "sampler": "log_uniform",
-    "num_sampled": 64,
-    "self_normalization": 0.0,
+    name: getattr(Settings(), name)
+    for name in ("softmax", "sampler", "num_sampled", "self_normalization")
 }
 # The settings of the plain stack of recurrent layers (model "rnn"), which
 # the other models do not have (but `layers`, which a tree model alone does
@@ -136,6 +134,12 @@ def task_settings(task: str, **overrides: Any) -> Settings:
     check_float("learning_rate", settings.learning_rate, "(0, inf)")
     if settings.ema_momentum is not None:
         check_rate("ema_momentum", settings.ema_momentum)
+        if settings.patience is not None:  # the best epoch's weights are not the average's
+            raise ValueError(
+                f"Argument `patience` keeps the best epoch's weights, which a weight average "
+                f"(`ema_momentum` {settings.ema_momentum}, task {task!r}) would replace: "
+                f"not both, received: {settings.patience}"
+            )
     check_rate("word_dropout", settings.word_dropout)
     for name in PENALTIES:
         check_beta(getattr(settings, name), name)

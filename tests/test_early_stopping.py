@@ -109,3 +109,8 @@ def test_the_training_flags_apply_to_the_data_tasks_only(capsys):
     with pytest.raises(SystemExit):
         main(["train", "color-namer", "--patience", "2", "--out", "unused"])
     assert "--patience applies to the data tasks, not to color-namer" in capsys.readouterr().err
+
+
+def test_patience_is_refused_with_a_weight_average():
+    with pytest.raises(ValueError, match="`patience` keeps the best epoch's weights"):
+        task_settings("sst2", patience=2)  # its default averages the weights

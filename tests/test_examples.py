@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # run by `pytest -m slow` (.ci/run), not by default
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 

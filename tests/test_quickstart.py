@@ -18,6 +18,8 @@ from keras_rnncells.cli import main
 from keras_rnncells.export import verify_manifest
 from keras_rnncells.training import current_umask
 
+pytestmark = pytest.mark.slow  # run by `pytest -m slow` (.ci/run), not by default
+
 SCREEN_LINES = 40
 MODELS = ("color-namer", "name-to-color")
 

@@ -21,6 +21,7 @@ from keras_rnncells.text import WordTokenizer
 TINY = "--epochs 1 --units 4 --batch-size 32 --limit 256".split()
 
 
+@pytest.mark.slow  # a real training run first: `pytest -m slow`
 def test_inspect_writes_the_views_of_a_fresh_sentiment_run(require_data, tmp_path, capsys):
     require_data("sst2")
     run = tmp_path / "run"
@@ -52,6 +53,7 @@ def test_inspect_writes_the_views_of_a_fresh_sentiment_run(require_data, tmp_pat
     assert {"position", "polarity"} <= set(units)  # SST-2's labels: a polarity unit
 
 
+@pytest.mark.slow  # a real training run first: `pytest -m slow`
 def test_inspect_writes_the_views_of_a_fresh_seq2seq_run(tmp_path, capsys):
     run = tmp_path / "dates"
     main(["train", "seq2seq", *TINY, "--out", str(run)])

@@ -2,6 +2,8 @@
 
 import pytest
 
+pytestmark = pytest.mark.slow  # run by `pytest -m slow` (.ci/run), not by default
+
 
 def test_ptb_start_prints_window_perplexities(load_script, require_data, capsys):
     require_data("ptb")
@@ -60,7 +62,7 @@ def test_stacks_quick_run(load_script, capsys):
 def test_softmax_quick_run(load_script, capsys):
     softmax = load_script("softmax")
     rows = softmax.main(["--quick"])
-    assert [row["head"] for row in rows] == list(softmax.HEADS)
+    assert [row["head"] for row in rows] == list(softmax.QUICK_HEADS)
     for row in rows:
         assert row["train_ms"] > 0 and row["fwd_ms"] > 0
         assert row["train_vs_full"] == pytest.approx(row["train_ms"] / rows[1]["train_ms"])

@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+pytestmark = pytest.mark.slow  # run by `pytest -m slow` (.ci/run), not by default
+
 
 @pytest.fixture(scope="module")
 def reproduce(load_script):

@@ -5,6 +5,8 @@ import math
 
 import pytest
 
+pytestmark = pytest.mark.slow  # run by `pytest -m slow` (.ci/run), not by default
+
 
 @pytest.fixture(scope="module")
 def scale(load_script):

@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+pytestmark = pytest.mark.slow  # run by `pytest -m slow` (.ci/run), not by default
+
 
 def test_seq2seq_quick_run(load_script, tmp_path, capsys):
     saved = tmp_path / "rows.json"

@@ -7,6 +7,8 @@ import math
 
 import pytest
 
+pytestmark = pytest.mark.slow  # run by `pytest -m slow` (.ci/run), not by default
+
 
 @pytest.fixture(scope="module")
 def sweep(load_script):
