@@ -6,7 +6,7 @@ training reviews, after ``<pad>`` = 0 and ``<unk>``, against PTB's 10,000.
 Each split is one token stream: its reviews (`keras_rnncells.data.vocabulary.
 tokenize`), each followed by ``<eos>``, in a fixed random order (`SUBSET_SEED`,
 so a ``limit`` keeps a mix of positive and negative reviews); batches use
-PTB's stream layout (`keras_rnncells.data.ptb.stream_windows`). Validation:
+PTB's stream layout (`keras_rnncells.data.ptb.stream_task`). Validation:
 ``validation_size`` training reviews held out as in the ``imdb`` task; test:
 IMDB's test reviews.
 """
@@ -16,14 +16,12 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import tensorflow as tf
 
 from keras_rnncells.checks import check_optional_positive_int, check_positive_int, check_seed
-from keras_rnncells.data.pipeline import AUTOTUNE
-from keras_rnncells.data.ptb import EOS, stream_windows
+from keras_rnncells.data.ptb import EOS, stream_task
 from keras_rnncells.data.sentiment import SUBSET_SEED, read_imdb
 from keras_rnncells.data.tasks import Task, register_task
-from keras_rnncells.data.vocabulary import PAD, UNK, build_vocabulary, encode, tokenize
+from keras_rnncells.data.vocabulary import PAD, UNK, build_vocabulary, tokenize
 
 
 def review_stream(texts: list[str], order: np.ndarray) -> list[str]:
@@ -65,25 +63,11 @@ def imdb_lm(
         review_stream(test_texts, rng.permutation(len(test_texts))),
     ]
     vocabulary = build_vocabulary([streams[0]], reserved=(PAD, UNK), max_size=max_vocabulary + 2)
-    index = {token: i for i, token in enumerate(vocabulary)}
-    datasets = [
-        tf.data.Dataset.from_tensor_slices(
-            stream_windows(encode(stream, index, index[UNK], limit), batch_size, sequence_length)
-        ).prefetch(AUTOTUNE)
-        for stream in streams
-    ]
-    return Task(
-        name="imdb_lm",
-        kind="language_model",
-        train=datasets[0],
-        validation=datasets[1],
-        test=datasets[2],
-        num_classes=len(vocabulary),
-        vocabulary_size=len(vocabulary),
-        vocabulary=vocabulary,
-        description=(
-            f"IMDB reviews as a word-level language model, {len(vocabulary) - 2} words and "
-            f"<unk>, windows of {sequence_length} tokens in the stream layout; Maas et al. "
-            f"(2011) reviews, {len(train_texts) - validation_size} for training."
-        ),
+    description = (
+        f"IMDB reviews as a word-level language model, {len(vocabulary) - 2} words and <unk>, "
+        f"windows of {sequence_length} tokens in the stream layout; Maas et al. (2011) "
+        f"reviews, {len(train_texts) - validation_size} for training."
+    )
+    return stream_task(
+        "imdb_lm", streams, vocabulary, description, batch_size, sequence_length, limit
     )

@@ -78,6 +78,26 @@ def ptb(
     limit = check_optional_positive_int("limit", limit)
     streams = [read_stream(name, root) for name in SPLIT_FILES]
     vocabulary = build_vocabulary([streams[0]], reserved=(PAD,))
+    description = (
+        f"Penn Treebank word-level language modelling, {len(vocabulary) - 1} words, windows "
+        f"of {sequence_length} tokens in the stateful stream layout. Marcus et al. (1993); "
+        "Mikolov et al. (2010) preprocessing; Zaremba, Sutskever & Vinyals (2014) setup."
+    )
+    return stream_task("ptb", streams, vocabulary, description, batch_size, sequence_length, limit)
+
+
+def stream_task(
+    name: str,
+    streams: list[list[str]],
+    vocabulary: tuple[str, ...],
+    description: str,
+    batch_size: int,
+    sequence_length: int,
+    limit: int | None,
+) -> Task:
+    """A language-model task of three token streams (train, validation,
+    test) over ``vocabulary`` (``<unk>`` for the words it lacks), each cut
+    to its first ``limit`` tokens and laid out by `stream_windows`."""
     index = {token: i for i, token in enumerate(vocabulary)}
     datasets = [
         tf.data.Dataset.from_tensor_slices(
@@ -86,7 +106,7 @@ def ptb(
         for stream in streams
     ]
     return Task(
-        name="ptb",
+        name=name,
         kind="language_model",
         train=datasets[0],
         validation=datasets[1],
@@ -94,9 +114,5 @@ def ptb(
         num_classes=len(vocabulary),
         vocabulary_size=len(vocabulary),
         vocabulary=vocabulary,
-        description=(
-            f"Penn Treebank word-level language modelling, {len(vocabulary) - 1} words, windows "
-            f"of {sequence_length} tokens in the stateful stream layout. Marcus et al. (1993); "
-            "Mikolov et al. (2010) preprocessing; Zaremba, Sutskever & Vinyals (2014) setup."
-        ),
+        description=description,
     )
