@@ -301,6 +301,12 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         help="data tasks: the optimizer's learning rate (default 0.001)",
     )
     parser.add_argument(
+        "--max-length",
+        type=positive_int,
+        metavar="N",
+        help="imdb, sst2, sst1: keep each text's first N tokens (default: imdb 400, sst none)",
+    )
+    parser.add_argument(
         "--patience",
         type=positive_int,
         metavar="N",
@@ -387,6 +393,7 @@ FLAG_READERS = {
     "model": ("tasks",),
     "shape": ("logic",),
     **{name: ("tasks",) for name in ("batch_norm", "optimizer", "learning_rate", "patience")},
+    "max_length": ("imdb", "sst2", "sst1"),
     **dict.fromkeys(("softmax", "sampler", "num_sampled", "self_normalization"), LANGUAGE_MODELS),
     "word_dropout": ("tasks", "sentiment"),
     **{name: ("sentiment",) for name in ("dataset", "pretrain", "pretrain_epochs")},
@@ -468,6 +475,7 @@ SETTING_FLAGS = {
             "optimizer",
             "learning_rate",
             "patience",
+            "max_length",
             "softmax",
             "sampler",
             "num_sampled",

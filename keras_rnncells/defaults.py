@@ -85,6 +85,7 @@ class Settings:
     ema_momentum: float | None = None
     model: str = "rnn"  # one of MODELS
     shape: str = "chain"  # logic: formulas as chains or random trees (its `shape` option)
+    max_length: int | None = None  # text tasks: tokens kept per text (None: the task's default)
     seed: int = 0
     limit: int | None = None
     # None: train all the epochs; else stop after this many epochs without a

@@ -65,7 +65,7 @@ PENALTIES = {"norm_stabilizer": NormStabilizer, "temporal_coherence": TemporalCo
 ALWAYS_WRITTEN = ("cell", "units", "epochs", "batch_size", "seed")
 FLAG_SETTINGS = (
     *ALWAYS_WRITTEN,
-    *("model", "shape", "layers", "limit", "word_dropout"),
+    *("model", "shape", "layers", "limit", "max_length", "word_dropout"),
     *("norm_stabilizer", "temporal_coherence", "batch_norm"),
     *("optimizer", "learning_rate", "patience"),
     *("softmax", "sampler", "num_sampled", "self_normalization"),
@@ -116,7 +116,12 @@ def task_settings(task: str, **overrides: Any) -> Settings:
         )
     for name in ("units", "epochs", "batch_size", "layers", "embedding_dim"):
         check_positive_int(name, getattr(settings, name))
-    for name in ("limit", "patience"):
+    if settings.max_length is not None and "max_length" not in task_options(task):
+        raise ValueError(
+            f"Argument `max_length` applies to the text classification tasks, not to {task!r}, "
+            f"received: {settings.max_length!r}"
+        )
+    for name in ("limit", "patience", "max_length"):
         if getattr(settings, name) is not None:
             check_positive_int(name, getattr(settings, name))
     check_choice("optimizer", settings.optimizer, OPTIMIZERS)
@@ -424,6 +429,7 @@ def train_task(
     optimizer: str | None = None,
     learning_rate: float | None = None,
     patience: int | None = None,
+    max_length: int | None = None,
     softmax: str | None = None,
     sampler: str | None = None,
     num_sampled: int | None = None,
@@ -455,6 +461,7 @@ def train_task(
         optimizer=optimizer,
         learning_rate=learning_rate,
         patience=patience,
+        max_length=max_length,
         softmax=softmax,
         sampler=sampler,
         num_sampled=num_sampled,
@@ -483,6 +490,7 @@ def train_settings(
         seed=settings.seed,
         **size_options(task_name, settings.limit),
         **({"shape": settings.shape} if "shape" in task_options(task_name) else {}),
+        **({"max_length": settings.max_length} if settings.max_length is not None else {}),
     )
     model_options = (
         "layers",

@@ -114,3 +114,12 @@ def test_the_training_flags_apply_to_the_data_tasks_only(capsys):
 def test_patience_is_refused_with_a_weight_average():
     with pytest.raises(ValueError, match="`patience` keeps the best epoch's weights"):
         task_settings("sst2", patience=2)  # its default averages the weights
+
+
+def test_max_length_applies_to_the_text_tasks(capsys):
+    assert task_settings("imdb", max_length=128).max_length == 128
+    with pytest.raises(ValueError, match="`max_length` applies to the text classification"):
+        task_settings("adding", max_length=128)
+    with pytest.raises(SystemExit):
+        main(["train", "adding", "--max-length", "128", "--out", "unused"])
+    assert "--max-length applies to the imdb task" in capsys.readouterr().err
