@@ -370,6 +370,9 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             "1.0 serves both cells; the IRNN paper (Le et al. 2015) trained the IRNN with plain "
             "SGD at much smaller rates, so this is the MGU paper's comparison, not the IRNN "
             "paper's best.",
+            "The first session paused these runs (SIGSTOP) while it timed the test suite, "
+            "about 22 minutes in all: their wall times and the epochs spanning a pause "
+            "include it (seconds per epoch are medians).",
         ),
     ),
     Experiment(
@@ -449,6 +452,9 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             "falling (early stopping) in place of a learning-rate schedule. Windows are "
             "stateless (no state carried across batches), which costs a model its context at "
             "the start of every window.",
+            "The first session paused these runs (SIGSTOP) while it timed the test suite, "
+            "about 22 minutes in all: their wall times and the epochs spanning a pause "
+            "include it (seconds per epoch are medians).",
         ),
     ),
     Experiment(
@@ -845,9 +851,8 @@ def plot_validation_curves(experiment: Experiment, out: Path) -> str | None:
     metric = next(iter(curves.values()))[0]
     for name, (_, seconds, values) in curves.items():
         axes.plot([s / 60 for s in seconds], values, marker="o", markersize=3, label=name)
-    for label, value in experiment.paper_lines:
-        axes.axhline(value, linestyle="--", linewidth=1, color="gray")
-        axes.annotate(f"paper: {label}", (0, value), textcoords="offset points", xytext=(4, 3))
+    for (label, value), style in zip(experiment.paper_lines, ("--", ":", "-.")):
+        axes.axhline(value, linestyle=style, linewidth=1, color="gray", label=f"paper: {label}")
     axes.set_xlabel("training wall time (minutes)")
     axes.set_ylabel(f"validation {metric}" + (" (%)" if metric == "accuracy" else ""))
     if metric == "perplexity":
@@ -866,7 +871,7 @@ def training_notes(experiment: Experiment, results: dict[str, dict], out: Path) 
     validation figure."""
     versions = sorted({r.get("package_version", "not recorded") for r in results.values()})
     lines = [f"keras_rnncells version of the runs: {', '.join(versions)}."] if results else []
-    if experiment.patience is not None:
+    if experiment.patience is not None and results:
         stopped = "; ".join(
             f"{name} trained {len(r['seconds_per_epoch'])} epochs, best (kept) {r['best_epoch']}"
             for name, r in results.items()
@@ -941,8 +946,17 @@ def experiment_section(experiment: Experiment, results: dict[str, dict], out: Pa
         else:
             verdict = "met" if experiment.met(results) else "**not met**"
             lines += [f"- Target {verdict}.", ""]
-    if not results:
-        return lines
+    notes = [
+        note.format(counts="MGU {mgu:,}, GRU {gru:,}".format(**paper_counts()))
+        if "{counts}" in note
+        else note
+        for note in experiment.notes
+    ]
+    curves = plot_validation_curves(experiment, out) if experiment.paper_lines else None
+    if not results:  # only runs still training, if any: how far they got
+        running = training_notes(experiment, results, out)
+        shown = [*running, *(notes if running else []), *(["", curves] if curves else [])]
+        return [*lines, *shown, ""]
     first = next(iter(results.values()))
     gru_seconds: dict[tuple[int, int], list[float]] = {}
     for r in results.values():
@@ -989,13 +1003,6 @@ def experiment_section(experiment: Experiment, results: dict[str, dict], out: Pa
     ]
     lines += [f"Defaults follow: {task_defaults(experiment.task).source}."]
     lines += training_notes(experiment, results, out)
-    notes = [
-        note.format(counts="MGU {mgu:,}, GRU {gru:,}".format(**paper_counts()))
-        if "{counts}" in note
-        else note
-        for note in experiment.notes
-    ]
-    curves = plot_validation_curves(experiment, out) if experiment.paper_lines else None
     shown_figures = [*figures(experiment, results, out), *([curves] if curves else [])]
     lines += [*notes, "", *shown_figures, "", "Commands:", "", "```"]
     lines += [run["command"] for run in results.values()]
