@@ -107,6 +107,8 @@ class VocabularySoftmax(keras.layers.Layer):
                     f"({vocabulary_size}), received: {classes}"
                 )
             self.class_size = math.ceil(vocabulary_size / self.classes)
+            # no empty bin: 23 words in 22 classes are 12 classes of 2
+            self.classes = math.ceil(vocabulary_size / self.class_size)
 
     def build(self, input_shape: Any) -> None:
         hidden_shape = input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape

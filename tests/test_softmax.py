@@ -129,6 +129,13 @@ def test_the_class_factored_model_is_normalized_and_its_loss_exact(batch):
         np.testing.assert_allclose(layer([hidden, targets], training=training), nll, rtol=1e-12)
 
 
+def test_class_bins_are_never_empty(batch):
+    hidden, _ = batch
+    layer = built("class", classes=22)  # bins of 2 words: 12 of them hold the 23
+    assert (layer.classes, layer.class_size) == (12, 2)
+    assert np.isfinite(layer(hidden).numpy()).all()
+
+
 def zipf_bigrams(vocabulary: int, length: int, seed: int) -> np.ndarray:
     """A token stream (ids 1..V-1) from a bigram model: the next id j is drawn
     with weight 1/j, times 50 for three successors each id prefers, so ids
