@@ -372,7 +372,9 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             "paper's best.",
             "The first session paused these runs (SIGSTOP) while it timed the test suite, "
             "about 22 minutes in all: their wall times and the epochs spanning a pause "
-            "include it (seconds per epoch are medians).",
+            "include it (seconds per epoch are medians). They shared the two cores with two "
+            "other training runs and the test suites throughout: their seconds per epoch are "
+            "not the cells' speed.",
         ),
     ),
     Experiment(
@@ -454,7 +456,9 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             "the start of every window.",
             "The first session paused these runs (SIGSTOP) while it timed the test suite, "
             "about 22 minutes in all: their wall times and the epochs spanning a pause "
-            "include it (seconds per epoch are medians).",
+            "include it (seconds per epoch are medians). They shared the two cores with two "
+            "other training runs and the test suites throughout: their seconds per epoch are "
+            "not the cells' speed.",
         ),
     ),
     Experiment(
