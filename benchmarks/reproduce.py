@@ -46,6 +46,7 @@ from keras_rnncells.experiments import (
     plot_against_units,
     plot_operation_weights,
     run_label,
+    save_figure,
     task_defaults,
     task_settings,
     train_task,
@@ -863,9 +864,8 @@ def plot_validation_curves(experiment: Experiment, out: Path) -> str | None:
         axes.set_yscale("log")
     axes.set_title(experiment.title, fontsize=9)
     axes.legend()
-    path = out / experiment.key / "validation.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    (out / experiment.key).mkdir(parents=True, exist_ok=True)
+    save_figure(fig, out / experiment.key / "validation.png")
     return f"![validation against wall time]({experiment.key}/validation.png)"
 
 

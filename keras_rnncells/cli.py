@@ -42,6 +42,8 @@ from keras_rnncells.defaults import (
     LANGUAGE_MODELS,
     MODELS,
     OPTIMIZERS,
+    SAMPLERS,
+    SOFTMAXES,
     STRATEGIES,
     TASK_DEFAULTS,
     TREE_MODELS,
@@ -315,7 +317,7 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--softmax",
-        choices=("full", "sampled", "nce", "class"),
+        choices=SOFTMAXES,
         help="language models (ptb, imdb_lm): the output layer's training loss: full "
         "(default); sampled, sampled softmax (Jean et al. 2015); nce, noise-contrastive "
         "estimation (Mnih & Teh 2012); class, a class-factored softmax over frequency bins; "
@@ -323,7 +325,7 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--sampler",
-        choices=("log_uniform", "unigram"),
+        choices=SAMPLERS,
         help="language models, --softmax sampled or nce: the noise words' distribution, "
         "log_uniform (Zipfian by frequency rank, default) or unigram (the training counts)",
     )

@@ -91,7 +91,7 @@ class Settings:
     # None: train all the epochs; else stop after this many epochs without a
     # new lowest validation loss, keeping the best epoch's weights
     patience: int | None = None
-    # language models: the output layer's training loss (keras_rnncells.softmax.METHODS),
+    # language models: the output layer's training loss (one of SOFTMAXES),
     # its sampler and samples per batch ("sampled", "nce"), and α of self-normalization
     softmax: str = "full"
     sampler: str = "log_uniform"
@@ -101,6 +101,11 @@ class Settings:
 
 # The optimizers a task run may name (Keras' names).
 OPTIMIZERS = ("adam", "rmsprop", "sgd")
+# A language model's output-layer training losses (keras_rnncells.softmax), those of
+# them that draw noise words, and the samplers they draw them from.
+SOFTMAXES = ("full", "sampled", "nce", "class")
+SAMPLED_SOFTMAXES = ("sampled", "nce")
+SAMPLERS = ("log_uniform", "unigram")
 
 
 @dataclasses.dataclass(frozen=True)

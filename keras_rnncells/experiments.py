@@ -34,6 +34,9 @@ from keras_rnncells.defaults import (
     LANGUAGE_MODELS,
     MODELS,
     OPTIMIZERS,
+    SAMPLED_SOFTMAXES,
+    SAMPLERS,
+    SOFTMAXES,
     TASK_DEFAULTS,
     TREE_MODELS,
     Settings,
@@ -45,7 +48,7 @@ from keras_rnncells.layers.stacks import connected_stack
 from keras_rnncells.locks import run_lock
 from keras_rnncells.metrics import TokenCrossEntropy, TokenLossMean
 from keras_rnncells.regularizers import NormStabilizer, TemporalCoherence, check_beta
-from keras_rnncells.softmax import METHODS, SAMPLERS, VocabularySoftmax, token_mean
+from keras_rnncells.softmax import VocabularySoftmax, token_mean
 from keras_rnncells.training import (
     finish_run,
     fit_run,
@@ -125,7 +128,7 @@ def task_settings(task: str, **overrides: Any) -> Settings:
         if getattr(settings, name) is not None:
             check_positive_int(name, getattr(settings, name))
     check_choice("optimizer", settings.optimizer, OPTIMIZERS)
-    check_choice("softmax", settings.softmax, METHODS)
+    check_choice("softmax", settings.softmax, SOFTMAXES)
     check_choice("sampler", settings.sampler, SAMPLERS)
     check_positive_int("num_sampled", settings.num_sampled)
     check_float("self_normalization", settings.self_normalization, "[0, inf)")
@@ -507,7 +510,7 @@ def train_settings(
         *SOFTMAX_ONLY,
     )
     counts = None
-    if settings.softmax in ("sampled", "nce") and settings.sampler == "unigram":
+    if settings.softmax in SAMPLED_SOFTMAXES and settings.sampler == "unigram":
         counts = token_counts(task)
     with strategy.scope():  # variables mirrored on every replica
         model = build_model(

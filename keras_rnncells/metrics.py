@@ -10,22 +10,6 @@ __all__ = ["TokenCrossEntropy", "TokenLossMean"]
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
-class TokenCrossEntropy(keras.metrics.Mean):
-    """The mean cross-entropy per target token (logits in, padding targets 0
-    left out): the language model's loss without the penalties a model adds."""
-
-    def __init__(self, name: str = "cross_entropy", **kwargs: Any) -> None:
-        super().__init__(name=name, **kwargs)
-
-    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
-        losses = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
-        weights = keras.ops.cast(keras.ops.not_equal(y_true, 0), losses.dtype)
-        if sample_weight is not None:
-            weights = weights * keras.ops.cast(sample_weight, losses.dtype)
-        super().update_state(losses, sample_weight=weights)
-
-
-@keras.saving.register_keras_serializable(package="keras_rnncells")
 class TokenLossMean(keras.metrics.Mean):
     """The mean of per-token losses (a model's output, as
     `keras_rnncells.VocabularySoftmax` gives them with its targets) over the
@@ -39,3 +23,13 @@ class TokenLossMean(keras.metrics.Mean):
         if sample_weight is not None:
             weights = weights * keras.ops.cast(sample_weight, y_pred.dtype)
         super().update_state(y_pred, sample_weight=weights)
+
+
+@keras.saving.register_keras_serializable(package="keras_rnncells")
+class TokenCrossEntropy(TokenLossMean):
+    """The mean cross-entropy per target token (logits in, padding targets 0
+    left out): the language model's loss without the penalties a model adds."""
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+        losses = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
+        super().update_state(y_true, losses, sample_weight)

@@ -47,11 +47,9 @@ import numpy as np
 import tensorflow as tf
 
 from keras_rnncells.checks import check_choice, check_float, check_positive_int
+from keras_rnncells.defaults import SAMPLED_SOFTMAXES, SAMPLERS, SOFTMAXES
 
-__all__ = ["METHODS", "SAMPLERS", "VocabularySoftmax", "token_mean"]
-
-METHODS = ("full", "sampled", "nce", "class")
-SAMPLERS = ("log_uniform", "unigram")
+__all__ = ["VocabularySoftmax", "token_mean"]
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
@@ -78,11 +76,11 @@ class VocabularySoftmax(keras.layers.Layer):
     ) -> None:
         super().__init__(**kwargs)
         self.vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
-        self.method = check_choice("method", method, METHODS)
+        self.method = check_choice("method", method, SOFTMAXES)
         self.num_sampled = check_positive_int("num_sampled", num_sampled)
         self.sampler = check_choice("sampler", sampler, SAMPLERS)
         self.self_normalization = check_float("self_normalization", self_normalization, "[0, inf)")
-        if method in ("sampled", "nce") and num_sampled >= vocabulary_size:
+        if method in SAMPLED_SOFTMAXES and num_sampled >= vocabulary_size:
             raise ValueError(
                 f"Argument `num_sampled` must be below `vocabulary_size` ({vocabulary_size}), "
                 f"received: {num_sampled}"
@@ -95,7 +93,7 @@ class VocabularySoftmax(keras.layers.Layer):
         # A padded sequence's mask ends here: the targets (0: padding) weigh the losses.
         self.supports_masking = True
         self.unigram_counts = None
-        if sampler == "unigram" and method in ("sampled", "nce"):
+        if sampler == "unigram" and method in SAMPLED_SOFTMAXES:
             self.unigram_counts = check_counts(unigram_counts, vocabulary_size)
         self.classes = None
         if method == "class":
@@ -164,7 +162,7 @@ class VocabularySoftmax(keras.layers.Layer):
         shape = tf.shape(targets)
         flat_hidden = tf.reshape(hidden, [-1, tf.shape(hidden)[-1]])
         flat_targets = tf.reshape(targets, [-1])
-        if training and self.method in ("sampled", "nce"):
+        if training and self.method in SAMPLED_SOFTMAXES:
             losses = self.sampled_losses(flat_hidden, flat_targets)
         elif self.method == "class":
             losses = self.class_losses(flat_hidden, flat_targets)

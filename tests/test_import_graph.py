@@ -32,7 +32,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "defaults": set(),
     "regularizers": {"checks"},
     "metrics": set(),
-    "softmax": {"checks"},
+    "softmax": {"checks", "defaults"},
     "cells": {"checks"},
     "layers": {"cells", "checks"},
     "tree": {"cells", "checks", "layers"},
