@@ -31,8 +31,9 @@ ONNX = [
 
 # `import keras_rnncells` needs only the core (the cells, layers, seq2seq, the
 # applications' classes); each extra brings what some use of the package needs.
-# The WordPiece tokenizer (the sentiment model) and its vocabulary learner.
-TEXT = ["tensorflow-text==2.21.*"]
+# The WordPiece and SentencePiece tokenizers (the sentiment model) and their
+# learners (sentencepiece learns the BPE and unigram models; tensorflow-text runs them).
+TEXT = ["tensorflow-text==2.21.*", "sentencepiece>=0.2,<1"]
 # `rnncells export` and `rnncells quickstart` write ONNX artifacts; the sentiment
 # model's string-input ONNX file and the SavedModel check need tensorflow-text too.
 EXPORT = [*ONNX, *TEXT]

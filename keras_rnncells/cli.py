@@ -46,6 +46,7 @@ from keras_rnncells.defaults import (
     SOFTMAXES,
     STRATEGIES,
     TASK_DEFAULTS,
+    TOKENIZERS,
     TREE_MODELS,
     cluster_config,
 )
@@ -253,6 +254,14 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         "--dataset", choices=("sst2", "imdb"), help="sentiment: sst2 (default) or imdb"
     )
     parser.add_argument(
+        "--tokenizer",
+        choices=TOKENIZERS,
+        help="sentiment and seq2seq: the tokens the model reads (and seq2seq writes), learned "
+        "from the training texts: wordpiece (BERT's subwords; sentiment's default), bpe or "
+        "unigram (SentencePiece's byte-pair or unigram subwords, Sennrich et al. 2016, Kudo "
+        "2018), char (characters; seq2seq's default)",
+    )
+    parser.add_argument(
         "--pretrain",
         choices=("lm", "autoencoder"),
         help="sentiment: first pre-train the embedding and encoder on the training texts "
@@ -399,6 +408,7 @@ FLAG_READERS = {
     **dict.fromkeys(("softmax", "sampler", "num_sampled", "self_normalization"), LANGUAGE_MODELS),
     "word_dropout": ("tasks", "sentiment"),
     **{name: ("sentiment",) for name in ("dataset", "pretrain", "pretrain_epochs")},
+    "tokenizer": ("sentiment", "seq2seq"),
 }
 
 
@@ -482,6 +492,7 @@ SETTING_FLAGS = {
             "sampler",
             "num_sampled",
             "self_normalization",
+            "tokenizer",
         )
     },
 }

@@ -24,6 +24,10 @@ STRATEGIES = ("none", "mirrored", "multiworker")
 # tree model composing along the tree the tokens spell in postfix order
 # (`TREE_MODELS`: the binary Tree-LSTM and SPINN,
 # `keras_rnncells.tree.ShiftReduceEncoder`), for tasks whose tokens do.
+# The tokenizers that `rnncells train sentiment|seq2seq --tokenizer` learns
+# (`keras_rnncells.text.learn_tokenizer`): WordPiece, SentencePiece's BPE and
+# unigram models, Unicode characters.
+TOKENIZERS = ("wordpiece", "bpe", "unigram", "char")
 STACKS = ("rnn", "residual", "dense", "gated_feedback", "clockwork", "depth_gated", "grid")
 TREE_MODELS = ("treelstm", "spinn")
 MODELS = (*STACKS, *TREE_MODELS)

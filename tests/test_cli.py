@@ -179,6 +179,14 @@ ANTICIPATED_ERRORS = {
         ["train", "ptb", "--pretrain", "lm", "--out", "run"],
         r"--pretrain applies to the sentiment app, not to ptb$",
     ),
+    "tokenizer-of-an-app-without-text": (
+        ["train", "color-namer", "--tokenizer", "bpe", "--out", "run"],
+        r"--tokenizer applies to the sentiment app and the seq2seq app, not to color-namer$",
+    ),
+    "tokenizer-that-cannot-write-dates": (
+        ["train", "seq2seq", "--tokenizer", "wordpiece", "--out", "run"],
+        r"Argument `tokenizer` must be one of \('char', 'bpe', 'unigram'\), received: 'wordpiece'$",
+    ),
     "missing-data": (
         ["train", "sst2", "--out", "runs/sst2", "--epochs", "1"],
         r"No benchmark data folder at /\S*/no-data\. Set \$RNNCELLS_DATA to the folder",

@@ -590,8 +590,8 @@ TEXT_ROWS = [
 APP_ROWS = [
     row(
         "sentiment-tokenizer",
-        lambda: SentimentClassifier(text.CharTokenizer(VOCABULARY)),
-        r"Argument `tokenizer` must be a WordPieceTokenizer, received: <CharTokenizer",
+        lambda: SentimentClassifier(VOCABULARY),
+        r"Argument `tokenizer` must be a Tokenizer, received: \['\[PAD\]'",
     ),
     *(
         row(

@@ -201,9 +201,10 @@ def sentiment_encoder(model: Any) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def sentiment_token_ids(model: Any, texts: Sequence[str]) -> tuple[np.ndarray, list[list[str]]]:
-    """The padded WordPiece ids ``(N, T)`` of ``texts`` (`model.token_ids`)
-    and, per text, its word pieces (vocabulary entries, ``"##"`` marking a
-    continuation, ``"[UNK]"`` an unknown word), one per non-padding id."""
+    """The padded token ids ``(N, T)`` of ``texts`` (`model.token_ids`)
+    and, per text, its tokens (vocabulary entries: WordPiece's ``"##"`` marks
+    a continuation, SentencePiece's ``"▁"`` a word's first piece, ``"[UNK]"``
+    an unknown word), one per non-padding id."""
     check_texts(texts)
     ids = np.asarray(model.token_ids(tf.constant(list(texts), tf.string)))
     return ids, pieces_of(ids, model.tokenizer.vocabulary)

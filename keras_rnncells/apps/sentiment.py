@@ -2,8 +2,9 @@
 
 ``SentimentClassifier`` holds the whole pipeline, so the exported model takes
 strings: HTML line breaks removed, then BERT-style normalization and WordPiece
-tokenization (``keras_rnncells.text.WordPieceTokenizer``: lower case, accents
-stripped, punctuation split), an embedding, a (bidirectional) recurrent
+tokenization (by default ``keras_rnncells.text.WordPieceTokenizer``: lower
+case, accents stripped, punctuation split; ``tokenizer`` picks SentencePiece's
+BPE or unigram subwords, or characters, instead), an embedding, a (bidirectional) recurrent
 encoder over any registered cell and a logistic output, the classifier of the
 MGU (Zhou et al. 2016) and MuFuRU (Weissenborn & Rocktäschel 2016) papers'
 sentiment experiments. ``train_sentiment`` trains it on SST-2 (GLUE train,
@@ -32,6 +33,7 @@ from keras_rnncells.apps.registry import register_app
 from keras_rnncells.checks import check_positive_int, check_rate
 from keras_rnncells.data.pipeline import shuffled_slices
 from keras_rnncells.data.sentiment import read_glue_train, read_imdb, read_stsa
+from keras_rnncells.defaults import TOKENIZERS
 from keras_rnncells.export.servable import (
     Servable,
     StringFrontEnd,
@@ -41,7 +43,7 @@ from keras_rnncells.export.servable import (
 )
 from keras_rnncells.layers.word_dropout import WordDropout
 from keras_rnncells.seq2seq.encoder import Encoder
-from keras_rnncells.text import WordPieceTokenizer
+from keras_rnncells.text import SentencePieceTokenizer, Tokenizer, learn_tokenizer
 from keras_rnncells.text.vocabulary import UNK_ID
 from keras_rnncells.training import (
     ResumableRun,
@@ -69,16 +71,14 @@ class SentimentClassifier(TokenizerModel):
     tokens of longer texts. An empty text is an empty (fully masked) sequence,
     whose encoding is zero: it gets the output layer's bias alone.
 
-    ``word_dropout``: in training, each word piece becomes ``[UNK]`` with this
+    ``word_dropout``: in training, each token becomes ``[UNK]`` with this
     probability (`keras_rnncells.WordDropout`, Iyyer et al. 2015); 0 adds no
     layer.
     """
 
-    tokenizer_class = WordPieceTokenizer
-
     def __init__(
         self,
-        tokenizer: WordPieceTokenizer,
+        tokenizer: Tokenizer,
         cell: str = "gru",
         units: int = 128,
         embedding_dim: int = 128,
@@ -115,13 +115,13 @@ class SentimentClassifier(TokenizerModel):
         self.built = True
 
     def token_ids(self, texts):
-        """Strings ``(B,)`` to padded WordPiece ids ``(B, T)``, T a multiple of
+        """Strings ``(B,)`` to padded token ids ``(B, T)``, T a multiple of
         ``pad_to_multiple``."""
         texts = tf.strings.regex_replace(texts, LINE_BREAK, " ")
         return self.pad_ids(self.tokenizer.tokenize(texts))
 
     def pad_ids(self, ids):
-        """Ragged WordPiece ids ``(B, None)`` (``tokenizer.tokenize``) as the
+        """Ragged token ids ``(B, None)`` (``tokenizer.tokenize``) as the
         padded ids ``(B, T)`` of `token_ids`: ``tokenizer.pad``'s, with ops
         that convert to ONNX exactly at every length (`padded_ids`)."""
         return padded_ids(ids, self.tokenizer.max_length, self.pad_to_multiple)
@@ -158,7 +158,7 @@ def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> S
     """Serving: ``{"text": string (B,)}`` -> ``{"probability": float32 (B,),
     "label": string (B,)}``, "positive" where the probability is >= 0.5. ONNX
     (no string ops): ``{"token_ids": int32 (B, T)}`` -> ``{"probability"}``,
-    ids from ``model.token_ids`` (the WordPiece vocabulary ships with it; an
+    ids from ``model.token_ids`` (the vocabulary ships with it; an
     id outside it fails the request, `served_ids`), and ``model_text.onnx``
     with the serving signature, the tokenizer as onnxruntime-extensions ops
     (`keras_rnncells.export.onnx_text`)."""
@@ -217,19 +217,20 @@ class SentimentSettings:
     batch_size: int = 64
     seed: int = 0
     train_size: int | None = None  # all
+    tokenizer: str = "wordpiece"  # one of TOKENIZERS
     vocabulary_size: int = 8000
     embedding_dim: int = 128
     bidirectional: bool = True
     dropout: float = 0.3
     word_dropout: float = 0.0
     learning_rate: float = 2e-3
-    max_tokens: int = 400  # IMDB reviews keep their first 400 word pieces
+    max_tokens: int = 400  # IMDB reviews keep their first 400 tokens
     cell_options: dict = field(default_factory=dict)
     pretrain: str | None = None
     pretrain_epochs: int = 1
 
     def __post_init__(self) -> None:
-        check_settings(self, dataset=DATASETS, pretrain=(None, *OBJECTIVES))
+        check_settings(self, dataset=DATASETS, pretrain=(None, *OBJECTIVES), tokenizer=TOKENIZERS)
         check_positive_int("pretrain_epochs", self.pretrain_epochs)
 
 
@@ -280,8 +281,8 @@ def train_sentiment(
                 : settings.train_size
             ]
             splits["train"] = texts, labels = [texts[i] for i in order], labels[order]
-        tokenizer = WordPieceTokenizer.from_corpus(
-            texts, vocab_size=settings.vocabulary_size, max_length=settings.max_tokens
+        tokenizer = learn_tokenizer(
+            settings.tokenizer, texts, settings.vocabulary_size, max_length=settings.max_tokens
         )
         model = SentimentClassifier(
             tokenizer,
@@ -309,6 +310,8 @@ def train_sentiment(
         )
         test = model.evaluate(text_dataset(splits["test"], 256), return_dict=True, verbose=0)
         tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
+        if isinstance(tokenizer, SentencePieceTokenizer):
+            tokenizer.save_model(run_dir / "tokenizer.model")
         samples = ["a gripping, beautifully acted film", "dull and far too long"]
         probabilities = model.predict_proba(tf.constant(samples)).numpy()
         results = {
@@ -316,6 +319,7 @@ def train_sentiment(
             "test_examples": len(splits["test"][0]),
             "test_accuracy": float(test["accuracy"]),
             "test_loss": float(test["loss"]),
+            "vocabulary_size": tokenizer.vocabulary_size,
             **run,
             **({} if pretraining is None else {"pretraining": pretraining}),
             "settings": asdict(settings),
@@ -390,6 +394,7 @@ def train_from_arguments(args: Any) -> None:
         word_dropout=getattr(args, "word_dropout", None),
         pretrain=getattr(args, "pretrain", None),
         pretrain_epochs=getattr(args, "pretrain_epochs", None),
+        tokenizer=getattr(args, "tokenizer", None),
     )
     if settings.pretrain is None and getattr(args, "pretrain_epochs", None) is not None:
         raise ValueError("--pretrain-epochs needs --pretrain lm or --pretrain autoencoder")

@@ -1,10 +1,12 @@
-"""The encoder-decoder application: a character-level date normalizer.
+"""The encoder-decoder application: a date normalizer over characters (or subwords).
 
 ``train_date_normalizer(run_dir)`` trains a ``TextSeq2Seq`` with attention to
 rewrite dates as people write them ("Nov 21, 2026", "21.11.2026",
 "saturday, november 21, 2026") as ISO 8601 ("2026-11-21"), evaluates exact
 match on dates never seen in training, and writes the run directory
-(``keras_rnncells.training``). ``rnncells train seq2seq`` runs it.
+(``keras_rnncells.training``). ``rnncells train seq2seq`` runs it. Both sides
+read and write characters, or with ``tokenizer`` SentencePiece's BPE or unigram
+subwords learned from the training pairs (case kept).
 """
 
 from __future__ import annotations
@@ -30,9 +32,12 @@ from keras_rnncells.export.servable import (
 )
 from keras_rnncells.seq2seq.attention import SCORES
 from keras_rnncells.seq2seq.text import TextSeq2Seq
-from keras_rnncells.text import CharTokenizer
+from keras_rnncells.text import SentencePieceTokenizer, learn_tokenizer
 from keras_rnncells.training import finish_run, fit_run, run_directory, settings_from_arguments
 
+# The tokenizers of `keras_rnncells.defaults.TOKENIZERS` that write dates back
+# exactly (WordPiece spaces out punctuation: "2026 - 11 - 21").
+TOKENIZERS = ("char", "bpe", "unigram")
 EXAMPLES = ("Nov 21, 2026", "saturday 21 november 2026", "11/21/2026", "21.11.2026")
 SERVING_BEAM_WIDTH = 4
 
@@ -100,10 +105,12 @@ class DateSettings:
     embedding_dim: int = 32
     learning_rate: float = 3e-3
     beam_width: int = 4
+    tokenizer: str = "char"  # one of TOKENIZERS
+    vocabulary_size: int = 1000  # per side, at most
     cell_options: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_settings(self, attention=(None, *SCORES))
+        check_settings(self, attention=(None, *SCORES), tokenizer=TOKENIZERS)
 
 
 def string_dataset(pairs: list[tuple[str, str]], model: TextSeq2Seq, batch_size: int, seed=None):
@@ -145,9 +152,13 @@ def train_date_normalizer(
             settings.train_size, settings.test_size, settings.validation_size, settings.seed
         )
         sources, targets = zip(*splits["train"])
+        source_tokenizer, target_tokenizer = (
+            learn_tokenizer(settings.tokenizer, texts, settings.vocabulary_size, lowercase=False)
+            for texts in (sources, targets)
+        )
         model = TextSeq2Seq.from_tokenizers(
-            CharTokenizer.from_corpus(sources),
-            CharTokenizer.from_corpus(targets),
+            source_tokenizer,
+            target_tokenizer,
             cell=settings.cell,
             units=settings.units,
             embedding_dim=settings.embedding_dim,
@@ -171,11 +182,13 @@ def train_date_normalizer(
         test_sources, test_targets = (list(column) for column in zip(*splits["test"]))
         greedy = translate_all(model, test_sources, beam_width=1)
         beam = translate_all(model, test_sources, beam_width=settings.beam_width)
-        model.source_tokenizer.save_vocabulary(run_dir / "source_vocabulary.txt")
-        model.target_tokenizer.save_vocabulary(run_dir / "target_vocabulary.txt")
+        for side, tokenizer in (("source", source_tokenizer), ("target", target_tokenizer)):
+            tokenizer.save_vocabulary(run_dir / f"{side}_vocabulary.txt")
+            if isinstance(tokenizer, SentencePieceTokenizer):
+                tokenizer.save_model(run_dir / f"{side}_tokenizer.model")
         samples = dict(zip(EXAMPLES, translate_all(model, list(EXAMPLES), settings.beam_width)))
         results = {
-            "task": "date normalization (character level)",
+            "task": f"date normalization ({settings.tokenizer} tokens)",
             "test_examples": len(test_targets),
             "exact_match_greedy": exact_match(greedy, test_targets),
             f"exact_match_beam{settings.beam_width}": exact_match(beam, test_targets),
@@ -193,7 +206,9 @@ def train_date_normalizer(
 
 def train_from_arguments(args: Any) -> None:
     """``rnncells train seq2seq``: the run, then its results and samples."""
-    settings = settings_from_arguments(DateSettings, args)
+    settings = settings_from_arguments(
+        DateSettings, args, tokenizer=getattr(args, "tokenizer", None)
+    )
     results = train_date_normalizer(args.out, settings, overwrite=args.overwrite)
     beam = f"exact_match_beam{settings.beam_width}"
     print(

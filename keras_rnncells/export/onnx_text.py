@@ -37,6 +37,7 @@ from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.onnx_convert import value_specs
 from keras_rnncells.export.onnx_text_graph import front_end, scheme, string_model
 from keras_rnncells.export.servable import StringFrontEnd
+from keras_rnncells.text.sentence_piece import WORD_BOUNDARY
 from keras_rnncells.text.vocabulary import END_ID
 from keras_rnncells.training import write_atomically
 
@@ -141,16 +142,19 @@ def front_end_ids(
 
 
 def one_token_words(tokenizer: Any) -> list[str]:
-    """The vocabulary's tokens (special tokens and ``##`` continuations left
-    out) that the tokenizer reads back as themselves, one token each."""
-    words = [
-        token
-        for token in tokenizer.vocabulary[END_ID + 1 :]
-        if not token.startswith("##") and not token.isspace()
-    ]
+    """The words that the tokenizer reads as one token of its vocabulary:
+    the tokens (special tokens and ``##`` continuations left out), a
+    SentencePiece word's first piece without its ``▁``, that read back as
+    that token."""
+    tokens = {}  # word -> its token, a word's first piece before a continuation
+    for token in tokenizer.vocabulary[END_ID + 1 :]:
+        word = token.removeprefix(WORD_BOUNDARY)
+        if not token.startswith("##") and (word not in tokens or word != token):
+            tokens[word] = token
+    words = [word for word in tokens if word and not word.isspace()]
     ids = tokenizer.tokenize(tf.constant(words or [""])).to_list()
     index = {token: i for i, token in enumerate(tokenizer.vocabulary)}
-    return [word for word, row in zip(words, ids) if row == [index[word]]]
+    return [word for word, row in zip(words, ids) if row == [index[tokens[word]]]]
 
 
 def length_texts(tokenizer: Any, lengths: Sequence[int]) -> list[str]:

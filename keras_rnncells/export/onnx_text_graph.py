@@ -23,6 +23,11 @@ converts from TensorFlow. The front end does what the tokenizer's
 4. for WordPiece, ``WordpieceTokenizer`` (the same greedy longest-match);
    then the tokens looked up in the vocabulary (``CategoryMapper``).
 
+A `SentencePieceTokenizer` replaces steps 2 to 4 with one op,
+``SentencepieceTokenizer``, given the tokenizer's own model: its normalization
+and segmentation are in the model, run by the same SentencePiece library as
+tensorflow-text's op, and its ids are the vocabulary's.
+
 The whole-word ``[UNK]`` rule of WordPiece (a word that cannot be split, or
 longer than 100 bytes, is one ``[UNK]``; onnxruntime-extensions emits its
 partial pieces and an ``[UNK]``), truncation and padding run in the converted
@@ -30,7 +35,7 @@ TensorFlow part (`ragged_ids`, and `keras_rnncells.export.servable.padded_ids`:
 the tokenizer's ``pad`` with ops that tf2onnx converts exactly at every
 length, empty texts included). A model that writes text
 (`StringFrontEnd.detokenizers`) ends with the detokenization of a
-`CharTokenizer` as ONNX ops (`detokenizer`).
+`CharTokenizer` or `SentencePieceTokenizer` as ONNX ops (`detokenizer`).
 """
 
 import functools
@@ -44,7 +49,13 @@ import tensorflow as tf
 
 from keras_rnncells.export.onnx_convert import convert
 from keras_rnncells.export.servable import StringFrontEnd, traced
-from keras_rnncells.text import CharTokenizer, WordPieceTokenizer, WordTokenizer
+from keras_rnncells.text import (
+    CharTokenizer,
+    SentencePieceTokenizer,
+    WordPieceTokenizer,
+    WordTokenizer,
+)
+from keras_rnncells.text.sentence_piece import WORD_BOUNDARY
 from keras_rnncells.text.tokenizers import UNK_TEXT
 from keras_rnncells.text.vocabulary import END_ID, PAD_ID, START_ID, UNK_ID
 
@@ -169,12 +180,13 @@ def token_rows(token_ids: tf.Tensor, text_splits: tf.Tensor) -> tf.RaggedTensor:
 class Scheme:
     """How `front_end` rebuilds a tokenizer class: ``normalize`` (applied
     character by character, None: no normalization), ``split`` (RE2 pattern
-    of the delimiters, as a group, and of the delimiters kept as tokens), the
+    of the delimiters, as a group, and of the delimiters kept as tokens;
+    None: the tokenizer's SentencePiece model does both), the
     front end's int64 vector ``outputs`` and ``ragged``, those outputs (by
     name) as ``tokenize``'s ragged ids."""
 
     normalize: Callable[[tf.Tensor], tf.Tensor] | None
-    split: tuple[str, str]
+    split: tuple[str, str] | None
     outputs: tuple[str, ...]
     ragged: Callable[..., tf.RaggedTensor]
 
@@ -184,13 +196,16 @@ def scheme(tokenizer: Any) -> Scheme:
     if isinstance(tokenizer, WordPieceTokenizer) and tokenizer.lowercase:
         outputs = ("piece_ids", "word_splits", "word_bytes", "text_splits")
         return Scheme(bert_normalize, bert_patterns(), outputs, ragged_ids)
+    if isinstance(tokenizer, SentencePieceTokenizer):
+        return Scheme(None, None, ("token_ids", "text_splits"), token_rows)
     splits = {CharTokenizer: CHARACTER, WordTokenizer: WHITESPACE}
     if type(tokenizer) in splits:
         normalize = lower if tokenizer.lowercase else None
         return Scheme(normalize, splits[type(tokenizer)], ("token_ids", "text_splits"), token_rows)
     raise ValueError(
         "Argument `tokenizer` must be a WordPieceTokenizer with lowercase=True, a "
-        f"CharTokenizer or a WordTokenizer for an ONNX string input, received: {tokenizer!r}"
+        "SentencePieceTokenizer, a CharTokenizer or a WordTokenizer for an ONNX string input, "
+        f"received: {tokenizer!r}"
     )
 
 
@@ -216,6 +231,13 @@ def front_end(tokenizer: Any, replacements: tuple[tuple[str, str], ...] = ()) ->
             ],
             [f"replaced_{index}"],
             CONTRIB,
+        )
+    if steps.split is None:
+        sentence_pieces(graph, text, tokenizer.model)
+        return graph.model(
+            "string_front_end",
+            {"text": (TensorProto.STRING, 1)},
+            dict.fromkeys(steps.outputs, (TensorProto.INT64, 1)),
         )
     if steps.normalize is not None:
         text = normalize_characters(graph, text, character_table(steps.normalize))
@@ -247,6 +269,30 @@ def front_end(tokenizer: Any, replacements: tuple[tuple[str, str], ...] = ()) ->
         {"text": (TensorProto.STRING, 1)},
         dict.fromkeys(steps.outputs, (TensorProto.INT64, 1)),
     )
+
+
+def sentence_pieces(graph: Graph, text: str, model: bytes) -> None:
+    """``token_ids`` and their ``text_splits``: onnxruntime-extensions'
+    ``SentencepieceTokenizer`` on ``text``, run by the SentencePiece ``model``
+    without sampling, start or end tokens."""
+    from onnx import TensorProto
+
+    options = {
+        "nbest_size": np.array([0], np.int64),
+        "alpha": np.array([0.0], np.float32),
+        "add_bos": np.array([False]),
+        "add_eos": np.array([False]),
+        "reverse": np.array([False]),
+        "fairseq": np.array([False]),
+    }
+    graph.node(
+        "SentencepieceTokenizer",
+        [text, *(graph.constant(name, value) for name, value in options.items())],
+        ["pieces", "text_splits"],
+        CONTRIB,
+        model=model,
+    )
+    graph.node("Cast", ["pieces"], ["token_ids"], to=TensorProto.INT64)
 
 
 def normalize_characters(graph: Graph, text: str, table: tuple[tuple[str, ...], ...]) -> str:
@@ -323,14 +369,17 @@ def dense_rows(graph: Graph, splits: str, values: str) -> None:
 def detokenizer(tokenizer: Any, ids: str, output: str) -> Any:
     """The ONNX graph from the int ids ``ids`` ``(batch, length)`` to the
     strings ``output`` ``(batch,)``: ``tokenizer.detokenize`` of a
-    `CharTokenizer` (each row up to its first ``END_ID``, without ``PAD_ID``
-    and ``START_ID``, `UNK_TEXT` for ``UNK_ID`` and unknown ids, joined)."""
+    `CharTokenizer` or `SentencePieceTokenizer` (each row up to its first
+    ``END_ID``, without ``PAD_ID`` and ``START_ID``, `UNK_TEXT` for
+    ``UNK_ID`` and unknown ids, joined; for pieces, each word boundary a
+    space, the first dropped)."""
     from onnx import TensorProto
 
-    if type(tokenizer) is not CharTokenizer:
+    pieces = isinstance(tokenizer, SentencePieceTokenizer)
+    if type(tokenizer) is not CharTokenizer and not pieces:
         raise ValueError(
-            "Argument `detokenizers` must map outputs to CharTokenizers for an ONNX string "
-            f"output, received: {tokenizer!r}"
+            "Argument `detokenizers` must map outputs to CharTokenizers or "
+            f"SentencePieceTokenizers for an ONNX string output, received: {tokenizer!r}"
         )
     graph = Graph()
     node, constant = graph.node, graph.constant
@@ -344,7 +393,9 @@ def detokenizer(tokenizer: Any, ids: str, output: str) -> Any:
     node("Or", ["is_pad", "is_start"], ["special"])
     node("Not", ["special"], ["not_special"])
     node("And", ["before_end", "not_special"], ["kept"])
-    texts = list(tokenizer.vocabulary)
+    texts = [
+        token.replace(WORD_BOUNDARY, " ") if pieces else token for token in tokenizer.vocabulary
+    ]
     texts[UNK_ID] = UNK_TEXT
     node("GreaterOrEqual", ["ids64", constant("first", np.int64(0))], ["above"])
     node("Less", ["ids64", constant("size", np.int64(len(texts)))], ["below"])
@@ -352,7 +403,12 @@ def detokenizer(tokenizer: Any, ids: str, output: str) -> Any:
     node("Where", ["known", "ids64", constant("unknown", np.int64(UNK_ID))], ["indices"])
     node("Gather", [constant("texts", texts), "indices"], ["token_texts"])
     node("Where", ["kept", "token_texts", constant("nothing", "")], ["kept_texts"])
-    join_rows(graph, "kept_texts", output)
+    if pieces:
+        join_rows(graph, "kept_texts", "joined_pieces")
+        first_space = [constant("first_space", "^ "), constant("no_space", "")]
+        node("StringRegexReplace", ["joined_pieces", *first_space], [output], CONTRIB)
+    else:
+        join_rows(graph, "kept_texts", output)
     return graph.model(
         "detokenizer", {ids: (TensorProto.INT32, 2)}, {output: (TensorProto.STRING, 1)}
     )

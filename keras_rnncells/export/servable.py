@@ -28,13 +28,15 @@ class StringFrontEnd:
     `keras_rnncells.export.onnx_text`).
 
     * ``tokenizer``: the application's tokenizer: a `WordPieceTokenizer`
-      (``lowercase``), `CharTokenizer` or `WordTokenizer`.
+      (``lowercase``), `SentencePieceTokenizer`, `CharTokenizer` or
+      `WordTokenizer`.
     * ``function``: ragged token ids ``(batch, None)`` (the tokenizer's
       ``tokenize``) -> dict of named outputs, in TensorFlow.
     * ``replacements``: ``(RE2 pattern, rewrite)`` applied to the text first.
     * ``input_name``: the string input's name, a key of the servable's examples.
     * ``detokenizers``: string output name -> (name of an int ids output
-      ``(batch, length)`` of ``function``, its `CharTokenizer`): the model
+      ``(batch, length)`` of ``function``, its `CharTokenizer` or
+      `SentencePieceTokenizer`): the model
       gives that output as text (``tokenizer.detokenize``) instead of the ids.
     """
 

@@ -1,5 +1,7 @@
 """In-graph tokenization (tensorflow-text): tokenizer layers and vocabularies."""
 
+from keras_rnncells.text.learning import learn_tokenizer
+from keras_rnncells.text.sentence_piece import SentencePieceTokenizer
 from keras_rnncells.text.tokenizers import (
     UNK_TEXT,
     CharTokenizer,
@@ -31,7 +33,9 @@ __all__ = [
     "UNK_ID",
     "UNK_TEXT",
     "CharTokenizer",
+    "SentencePieceTokenizer",
     "Tokenizer",
     "WordPieceTokenizer",
     "WordTokenizer",
+    "learn_tokenizer",
 ]

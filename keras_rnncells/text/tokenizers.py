@@ -109,7 +109,7 @@ class Tokenizer(keras.layers.Layer):
         """The int32 ids of the tokens of ``strings`` (shape ``(batch,)``,
         ``(batch, 1)`` or a scalar, a batch of one), without ``[START]`` and
         ``[END]``, not truncated: a ``(batch, None)`` ragged tensor."""
-        tokens = self._split(_string_vector(strings))
+        tokens = self._split(string_vector(strings))
         return tf.cast(self._token_ids.lookup(tokens), tf.int32)
 
     def call(self, strings: Any, add_start: bool = False, add_end: bool = False) -> tf.Tensor:
@@ -198,7 +198,7 @@ def _column(rows: tf.Tensor, token_id: int) -> tf.RaggedTensor:
     return tf.RaggedTensor.from_tensor(tf.fill(tf.stack([rows, 1]), token_id))
 
 
-def _string_vector(strings: Any) -> tf.Tensor:
+def string_vector(strings: Any) -> tf.Tensor:
     """``strings`` as a string vector: a scalar becomes a batch of one, a
     ``(batch, 1)`` matrix (Keras' text inputs) a ``(batch,)`` vector."""
     try:

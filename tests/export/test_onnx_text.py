@@ -1,8 +1,8 @@
 """The applications on strings in ONNX: the tokenizers as onnxruntime-extensions
-ops give the tokenizers' ids, and the models their outputs: WordPiece
-(sentiment) on SST-2's test sentences, words (name to color) on the shipped
-color names, characters (the date normalizer, and its output text) on
-generated dates, all on handwritten texts."""
+ops give the tokenizers' ids, and the models their outputs: WordPiece and
+SentencePiece's BPE and unigram models (sentiment) on SST-2's test sentences,
+words (name to color) on the shipped color names, characters (the date
+normalizer, and its output text) on generated dates, all on handwritten texts."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from keras_rnncells.apps.name_to_color import NameToColor, name_to_color_servabl
 from keras_rnncells.apps.sentiment import LINE_BREAK, SentimentClassifier, sentiment_servable  # noqa: E402
 from keras_rnncells.apps.seq2seq import seq2seq_servable  # noqa: E402
 from keras_rnncells.data.dates import date_pairs  # noqa: E402
-from keras_rnncells.data.sentiment import read_stsa  # noqa: E402
+from keras_rnncells.data.sentiment import read_glue_train, read_stsa  # noqa: E402
 from keras_rnncells.export import verify_manifest, write_onnx  # noqa: E402
 from keras_rnncells.export.onnx_text import (  # noqa: E402
     CHECK_TEXTS,
@@ -36,7 +36,12 @@ from keras_rnncells.export.onnx_text import (  # noqa: E402
 )
 from keras_rnncells.export.onnx_text_graph import detokenizer, front_end  # noqa: E402
 from keras_rnncells.seq2seq import TextSeq2Seq  # noqa: E402
-from keras_rnncells.text import CharTokenizer, WordPieceTokenizer, WordTokenizer  # noqa: E402
+from keras_rnncells.text import (  # noqa: E402
+    CharTokenizer,
+    SentencePieceTokenizer,
+    WordPieceTokenizer,
+    WordTokenizer,
+)
 from keras_rnncells.text.vocabulary import UNK_ID  # noqa: E402
 
 HANDWRITTEN = [
@@ -92,6 +97,22 @@ def test_front_end_ids_equal_the_tokenizer_on_sst2_and_handwritten_texts(sst2):
         if UNK_ID in ids[splits[word] : splits[word + 1]] and splits[word + 1] - splits[word] > 1
     ]
     assert partial
+
+
+@pytest.mark.parametrize("model_type", ["bpe", "unigram"])
+def test_sentence_piece_front_end_ids_equal_tensorflows_on_sst2(model_type, require_data):
+    # The sentiment app's tokenizer: 8,000 pieces learned from GLUE's training sentences.
+    root = require_data("sst2").parent
+    train, _ = read_glue_train(root)
+    test, _ = read_stsa("stsa.binary.test", root)
+    tokenizer = SentencePieceTokenizer.from_corpus(train, 8000, model_type)
+    texts = [*test, *HANDWRITTEN]
+    found = front_end_ids(tokenizer, texts).to_list()
+    expected = tokenizer.tokenize(tf.constant(texts)).to_list()
+    differing = [(t, e, f) for t, e, f in zip(texts, expected, found) if e != f]
+    assert not differing, differing[:3]
+    assert len(found) == len(texts) and sum(map(len, found)) > 10 * len(test)
+    assert UNK_ID in found[texts.index("cjk 日本語 and hangul 한국어")]
 
 
 def test_sentiment_string_model_matches_keras(sst2, tmp_path):

@@ -2,7 +2,9 @@
 SavedModel's serving function at every length: the empty string, generated
 texts of 1 to 64 tokens, a 400-token text, the application's examples and,
 for the sentiment classifier, every SST-2 test sentence and a review of at
-least 400 tokens (it keeps 400), all in one batch and one text at a time.
+least 400 tokens (it keeps 400), all in one batch and one text at a time;
+for the sentiment classifier and the date normalizer, with their default
+tokenizers and with SentencePiece's (BPE, unigram).
 The ONNX models run in a child process (without TensorFlow, which breaks
 onnxruntime-extensions' regex ops), so a crash there fails the test. The
 export check refuses a model that is wrong on short texts, `padded_ids` (the
@@ -12,6 +14,7 @@ takes a batch of no text."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +48,12 @@ from keras_rnncells.export.onnx_text import (  # noqa: E402
 from keras_rnncells.export.onnx_text_graph import string_model  # noqa: E402
 from keras_rnncells.export.servable import Servable, padded_ids  # noqa: E402
 from keras_rnncells.seq2seq import TextSeq2Seq  # noqa: E402
-from keras_rnncells.text import CharTokenizer, WordPieceTokenizer, WordTokenizer  # noqa: E402
+from keras_rnncells.text import (  # noqa: E402
+    CharTokenizer,
+    SentencePieceTokenizer,
+    WordPieceTokenizer,
+    WordTokenizer,
+)
 
 LENGTHS = range(65)  # the empty string and 1 to 64 tokens
 LONG = 400
@@ -53,14 +61,20 @@ TOLERANCE = 1e-4
 SMALL = {"units": 4, "embedding_dim": 4}
 
 
-def sentiment_app(require_data: Callable[[str], Path]) -> tuple[Servable, list[str]]:
+def sentiment_app(
+    require_data: Callable[[str], Path], model_type: str | None = None
+) -> tuple[Servable, list[str]]:
     """A sentiment classifier (default padding to multiples of 16, up to 400
     tokens) and its extra texts: every SST-2 test sentence and a review of at
-    least 400 tokens made of consecutive test sentences."""
+    least 400 tokens made of consecutive test sentences. Its tokens: WordPiece,
+    or SentencePiece's ``model_type``."""
     root = require_data("sst2").parent
     dev, _ = read_stsa("stsa.binary.dev", root)
     test, _ = read_stsa("stsa.binary.test", root)
-    tokenizer = WordPieceTokenizer.from_corpus(dev[:400], vocab_size=400, max_length=LONG)
+    if model_type is None:
+        tokenizer = WordPieceTokenizer.from_corpus(dev[:400], vocab_size=400, max_length=LONG)
+    else:
+        tokenizer = SentencePieceTokenizer.from_corpus(dev[:400], 400, model_type, max_length=LONG)
     model = SentimentClassifier(tokenizer, "gru", **SMALL)
     counts = np.cumsum([len(row) for row in tokenizer.tokenize(tf.constant(test)).to_list()])
     review = " ".join(test[: int(np.searchsorted(counts, LONG)) + 1])
@@ -77,13 +91,23 @@ def name_to_color_app(require_data: Callable[[str], Path]) -> tuple[Servable, li
 
 
 def seq2seq_app(
-    require_data: Callable[[str], Path], cell: str = "gru", lowercase: bool = False
+    require_data: Callable[[str], Path],
+    cell: str = "gru",
+    lowercase: bool = False,
+    model_type: str | None = None,
 ) -> tuple[Servable, list[str]]:
-    """A date normalizer on characters (lower-cased if ``lowercase``), beam
-    search in the graph."""
+    """A date normalizer on characters (lower-cased if ``lowercase``), or on
+    SentencePiece's ``model_type`` pieces, beam search in the graph."""
     dates = [source for source, _ in date_pairs(300, seed=1)]
-    sources = CharTokenizer.from_corpus(dates[::2], lowercase=lowercase)
-    targets = CharTokenizer.from_corpus([target for _, target in date_pairs(50)])
+    outputs = [target for _, target in date_pairs(50)]
+    if model_type is None:
+        sources = CharTokenizer.from_corpus(dates[::2], lowercase=lowercase)
+        targets = CharTokenizer.from_corpus(outputs)
+    else:
+        sources, targets = (
+            SentencePieceTokenizer.from_corpus(texts, 200, model_type, lowercase)
+            for texts in (dates[::2], outputs)
+        )
     model = TextSeq2Seq.from_tokenizers(sources, targets, cell=cell, max_output_length=6, **SMALL)
     return seq2seq_servable(model), dates[:100]
 
@@ -112,7 +136,23 @@ def max_errors(
     return errors
 
 
-@pytest.mark.parametrize("build", [sentiment_app, name_to_color_app, seq2seq_app])
+PIECES = [
+    functools.partial(app, model_type=model_type)
+    for app in (sentiment_app, seq2seq_app)
+    for model_type in ("bpe", "unigram")
+]
+
+
+@pytest.mark.parametrize(
+    "build",
+    [sentiment_app, name_to_color_app, seq2seq_app, *PIECES],
+    ids=[
+        "sentiment",
+        "name_to_color",
+        "seq2seq",
+        *(f"{b.func.__name__}-{b.keywords['model_type']}" for b in PIECES),
+    ],
+)
 def test_string_model_agrees_with_the_saved_model_at_every_length(build, require_data, tmp_path):
     keras.utils.set_random_seed(0)
     servable, extra = build(require_data)
