@@ -251,7 +251,19 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--units", type=positive_int, help="units per recurrent layer")
     parser.add_argument("--layers", type=positive_int, help="data tasks: stacked recurrent layers")
     parser.add_argument(
-        "--dataset", choices=("sst2", "imdb"), help="sentiment: sst2 (default) or imdb"
+        "--dataset",
+        choices=("sst2", "imdb", "dates", "meetings"),
+        help="sentiment: sst2 (default) or imdb; seq2seq: dates (default) or meetings, notes "
+        "with a name to copy ('Meeting with Okonkwo on Nov 21, 2026' -> 'Okonkwo "
+        "2026-11-21'), tested on names never seen in training and on the years 2100-2199",
+    )
+    parser.add_argument(
+        "--copy",
+        action="store_true",
+        default=None,
+        help="seq2seq: a copy mechanism, a switch mixing the decoder's vocabulary "
+        "distribution with its attention over the source (Gulcehre et al. 2016, Gu et al. "
+        "2016, See et al. 2017)",
     )
     parser.add_argument(
         "--tokenizer",
@@ -407,8 +419,9 @@ FLAG_READERS = {
     "max_length": ("imdb", "sst2", "sst1"),
     **dict.fromkeys(("softmax", "sampler", "num_sampled", "self_normalization"), LANGUAGE_MODELS),
     "word_dropout": ("tasks", "sentiment"),
-    **{name: ("sentiment",) for name in ("dataset", "pretrain", "pretrain_epochs")},
-    "tokenizer": ("sentiment", "seq2seq"),
+    **{name: ("sentiment",) for name in ("pretrain", "pretrain_epochs")},
+    **dict.fromkeys(("dataset", "tokenizer"), ("sentiment", "seq2seq")),
+    "copy": ("seq2seq",),
 }
 
 
@@ -493,6 +506,7 @@ SETTING_FLAGS = {
             "num_sampled",
             "self_normalization",
             "tokenizer",
+            "copy",
         )
     },
 }

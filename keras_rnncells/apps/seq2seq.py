@@ -6,7 +6,10 @@ rewrite dates as people write them ("Nov 21, 2026", "21.11.2026",
 match on dates never seen in training, and writes the run directory
 (``keras_rnncells.training``). ``rnncells train seq2seq`` runs it. Both sides
 read and write characters, or with ``tokenizer`` SentencePiece's BPE or unigram
-subwords learned from the training pairs (case kept).
+subwords learned from the training pairs (case kept). ``dataset="meetings"``
+trains on notes with a name to copy ("Meeting with Okonkwo on Nov 21, 2026" ->
+"Okonkwo 2026-11-21", `keras_rnncells.data.dates.meeting_splits`), and
+``copy=True`` gives the decoder its copy mechanism.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import tensorflow as tf
 
 from keras_rnncells.apps.base import check_settings
 from keras_rnncells.apps.registry import register_app
-from keras_rnncells.data.dates import date_splits
+from keras_rnncells.data.dates import date_splits, meeting_splits
 from keras_rnncells.data.pipeline import shuffled_slices
 from keras_rnncells.export.servable import (
     Servable,
@@ -38,7 +41,17 @@ from keras_rnncells.training import finish_run, fit_run, run_directory, settings
 # The tokenizers of `keras_rnncells.defaults.TOKENIZERS` that write dates back
 # exactly (WordPiece spaces out punctuation: "2026 - 11 - 21").
 TOKENIZERS = ("char", "bpe", "unigram")
-EXAMPLES = ("Nov 21, 2026", "saturday 21 november 2026", "11/21/2026", "21.11.2026")
+DATASETS = ("dates", "meetings")
+EXAMPLES = {
+    "dates": ("Nov 21, 2026", "saturday 21 november 2026", "11/21/2026", "21.11.2026"),
+    "meetings": (
+        "Meeting with Okonkwo on Nov 21, 2026",
+        "lunch with Ngozi, 21.11.2026",
+        "11/21/2126: call Wanjiru",
+    ),
+}
+# The longest output of each dataset, in tokens, with room to spare.
+MAX_OUTPUT_LENGTH = {"dates": 12, "meetings": 32}
 SERVING_BEAM_WIDTH = 4
 
 
@@ -61,7 +74,7 @@ def seq2seq_servable(model: TextSeq2Seq, name: str = "seq2seq") -> Servable:
         tokens, scores = model.seq2seq.generate(token_ids, beam_width=SERVING_BEAM_WIDTH)
         return {"tokens": tokens[:, 0], "score": scores[:, 0]}
 
-    examples = {"text": np.array([*EXAMPLES[:2], ""])}
+    examples = {"text": np.array([*EXAMPLES["dates"][:2], ""])}
     ids = model.source_tokenizer(tf.constant(examples["text"])).numpy().astype("int32")
     return Servable(
         name=name,
@@ -108,9 +121,13 @@ class DateSettings:
     tokenizer: str = "char"  # one of TOKENIZERS
     vocabulary_size: int = 1000  # per side, at most
     cell_options: dict = field(default_factory=dict)
+    dataset: str = "dates"  # one of DATASETS
+    copy: bool = False
 
     def __post_init__(self) -> None:
-        check_settings(self, attention=(None, *SCORES), tokenizer=TOKENIZERS)
+        check_settings(self, attention=(None, *SCORES), tokenizer=TOKENIZERS, dataset=DATASETS)
+        if self.copy and self.attention is None:
+            raise ValueError("Argument `copy` needs `attention`: copying reads its weights")
 
 
 def string_dataset(pairs: list[tuple[str, str]], model: TextSeq2Seq, batch_size: int, seed=None):
@@ -148,7 +165,8 @@ def train_date_normalizer(
     holds, resumes or refuses a run."""
     with run_directory(run_dir, settings, overwrite) as run_dir:
         keras.utils.set_random_seed(settings.seed)
-        splits = date_splits(
+        split = date_splits if settings.dataset == "dates" else meeting_splits
+        splits = split(
             settings.train_size, settings.test_size, settings.validation_size, settings.seed
         )
         sources, targets = zip(*splits["train"])
@@ -159,13 +177,14 @@ def train_date_normalizer(
         model = TextSeq2Seq.from_tokenizers(
             source_tokenizer,
             target_tokenizer,
+            copy=settings.copy,
             cell=settings.cell,
             units=settings.units,
             embedding_dim=settings.embedding_dim,
             bidirectional=settings.bidirectional,
             attention=settings.attention,
             cell_options=settings.cell_options,
-            max_output_length=12,  # "YYYY-MM-DD" and the end token, with room to spare
+            max_output_length=MAX_OUTPUT_LENGTH[settings.dataset],
         )
         model.compile(
             keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
@@ -182,16 +201,24 @@ def train_date_normalizer(
         test_sources, test_targets = (list(column) for column in zip(*splits["test"]))
         greedy = translate_all(model, test_sources, beam_width=1)
         beam = translate_all(model, test_sources, beam_width=settings.beam_width)
+        late = {}
+        if "test_years" in splits:  # meetings after the training years
+            late_sources, late_targets = (list(c) for c in zip(*splits["test_years"]))
+            late_outputs = translate_all(model, late_sources, beam_width=1)
+            late = {"exact_match_greedy_test_years": exact_match(late_outputs, late_targets)}
         for side, tokenizer in (("source", source_tokenizer), ("target", target_tokenizer)):
             tokenizer.save_vocabulary(run_dir / f"{side}_vocabulary.txt")
             if isinstance(tokenizer, SentencePieceTokenizer):
                 tokenizer.save_model(run_dir / f"{side}_tokenizer.model")
-        samples = dict(zip(EXAMPLES, translate_all(model, list(EXAMPLES), settings.beam_width)))
+        examples = list(EXAMPLES[settings.dataset])
+        samples = dict(zip(examples, translate_all(model, examples, settings.beam_width)))
+        copying = ", copy mechanism" if settings.copy else ""
         results = {
-            "task": f"date normalization ({settings.tokenizer} tokens)",
+            "task": f"{settings.dataset} normalization ({settings.tokenizer} tokens{copying})",
             "test_examples": len(test_targets),
             "exact_match_greedy": exact_match(greedy, test_targets),
             f"exact_match_beam{settings.beam_width}": exact_match(beam, test_targets),
+            **late,
             **run,
             "settings": asdict(settings),
             "samples": samples,
@@ -207,16 +234,26 @@ def train_date_normalizer(
 def train_from_arguments(args: Any) -> None:
     """``rnncells train seq2seq``: the run, then its results and samples."""
     settings = settings_from_arguments(
-        DateSettings, args, tokenizer=getattr(args, "tokenizer", None)
+        DateSettings,
+        args,
+        tokenizer=getattr(args, "tokenizer", None),
+        dataset=getattr(args, "dataset", None),
+        copy=getattr(args, "copy", None),
     )
     results = train_date_normalizer(args.out, settings, overwrite=args.overwrite)
     beam = f"exact_match_beam{settings.beam_width}"
+    held_out = "dates" if settings.dataset == "dates" else "notes, names"
     print(
-        f"\nHeld-out exact match ({results['test_examples']} dates never seen in training): "
-        f"greedy {results['exact_match_greedy']:.2%}, beam {settings.beam_width} "
+        f"\nHeld-out exact match ({results['test_examples']} {held_out} never seen in "
+        f"training): greedy {results['exact_match_greedy']:.2%}, beam {settings.beam_width} "
         f"{results[beam]:.2%}; {results['parameters']} parameters, "
         f"{results['training_seconds']:.0f} s of training"
     )
+    if "exact_match_greedy_test_years" in results:
+        print(
+            "Exact match on notes of the years 2100-2199 (training ends in 2099), greedy: "
+            f"{results['exact_match_greedy_test_years']:.2%}"
+        )
     for source, output in results["samples"].items():
         print(f"  {source!r:>30} -> {output!r}")
     print(f"Model, vocabularies, results.json and logs in {args.out}")

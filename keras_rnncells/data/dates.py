@@ -4,6 +4,11 @@
 map to "2026-11-21". Slashes are read month first (US), dots day first
 (European); every other form spells the month. Dates run from 1900-01-01 to
 2099-12-31. A character-level encoder-decoder task generated in code.
+
+The meetings variant carries text that must be copied: "Meeting with Okonkwo
+on Nov 21, 2026" -> "Okonkwo 2026-11-21", the names invented from syllables
+(`meeting_splits`: its test names never occur in training, and a second test
+set has years after 2099).
 """
 
 from __future__ import annotations
@@ -81,4 +86,65 @@ def date_splits(
         "train": pairs[:train],
         "validation": pairs[train : train + validation],
         "test": pairs[train + validation :],
+    }
+
+
+# -- meetings: a name to copy -------------------------------------------------------
+SYLLABLES = (
+    "ka ko ku ki ta to tu ni na no mo ma mi ra ro ri la lo le se sa so zu ze "
+    "ba bo bi da do de ga go fe fi ve vi wa wo ya yo ha he chi sho kwe mba ngo"
+).split()
+MEETINGS = (
+    lambda name, date: f"Meeting with {name} on {date}",
+    lambda name, date: f"{date}: call {name}",
+    lambda name, date: f"lunch with {name}, {date}",
+    lambda name, date: f"{name} visits {date}",
+)
+LATE_FIRST_DAY = datetime.date(2100, 1, 1)  # the years of no training example
+LATE_LAST_DAY = datetime.date(2199, 12, 31)
+
+
+def invented_names(count: int, seed: int = 0) -> list[str]:
+    """``count`` distinct capitalized names of two to four syllables."""
+    rng = random.Random(seed)
+    names: dict[str, None] = {}
+    while len(names) < count:
+        parts = rng.choices(SYLLABLES, k=rng.randint(2, 4))
+        names["".join(parts).capitalize()] = None
+    return list(names)
+
+
+def meeting_pairs(
+    names: list[str],
+    count: int,
+    seed: int,
+    first_day: datetime.date = FIRST_DAY,
+    last_day: datetime.date = LAST_DAY,
+) -> list[tuple[str, str]]:
+    """``count`` (note, "Name YYYY-MM-DD") pairs: random ``names``, dates in
+    [``first_day``, ``last_day``] written as `write_date` writes them."""
+    rng = random.Random(seed)
+    span = (last_day - first_day).days + 1
+    pairs = []
+    for _ in range(count):
+        date = first_day + datetime.timedelta(days=rng.randrange(span))
+        name = rng.choice(names)
+        pairs.append((rng.choice(MEETINGS)(name, write_date(date, rng)), f"{name} {date}"))
+    return pairs
+
+
+def meeting_splits(
+    train: int, test: int, validation: int = 0, seed: int = 0
+) -> dict[str, list[tuple[str, str]]]:
+    """Train, validation and test notes: 2,000 invented names, the test
+    split's 500 never used in training or validation; ``"test_years"``,
+    ``test`` notes with training names and dates of 2100-2199 (training
+    dates end in 2099)."""
+    names = invented_names(2000, seed)
+    seen, unseen = names[:1500], names[1500:]
+    return {
+        "train": meeting_pairs(seen, train, seed + 1),
+        "validation": meeting_pairs(seen, validation, seed + 2),
+        "test": meeting_pairs(unseen, test, seed + 3),
+        "test_years": meeting_pairs(seen, test, seed + 4, LATE_FIRST_DAY, LATE_LAST_DAY),
     }

@@ -44,6 +44,21 @@ class Decoder(keras.layers.Layer):
     ``constants=``, and nothing here needs it. ``step`` runs one step for
     decoding (greedy or beam search).
 
+    ``copy_map`` (a list of target ids, one per source id) adds a copy
+    mechanism, the pointer-generator mixture of Gulcehre et al. 2016 ("Pointing
+    the unknown words"), Gu et al. 2016 (CopyNet) and See et al. 2017 ("Get to
+    the point"). A switch g_t = σ(w_g·[c_t; h_t; x_t] + b_g) mixes the
+    vocabulary distribution with the attention weights a_t over the source
+    positions s, each read as its token m(x_s) = ``copy_map[source_ids[s]]``:
+
+        P(y_t = w) = g_t softmax(W h~_t + b)_w + (1 − g_t) Σ_{s: m(x_s) = w} a_{t,s}
+
+    Its "logits" are then log P, which a softmax (the losses' ``from_logits``,
+    the searches' log-softmax) leaves as they are; an empty source, with no
+    position to copy from, leaves the vocabulary the whole mass once
+    renormalized. It needs ``attention`` and the source ids (``source_ids``)
+    wherever the memory is given.
+
     ``scheduled_sampling=True`` (Bengio et al. 2015, "Scheduled sampling for
     sequence prediction with recurrent neural networks") feeds, in training,
     each step a token sampled from the model's own previous prediction with
@@ -52,8 +67,9 @@ class Decoder(keras.layers.Layer):
     previous token otherwise. That loop runs step by step.
 
     ``call(target_in, summary=None, memory=None, memory_mask=None,
-    prompt=None)`` takes the teacher-forced input tokens ``(B, T)`` (the target
-    shifted right behind a start token) and returns logits ``(B, T, V)``.
+    prompt=None, source_ids=None)`` takes the teacher-forced input tokens
+    ``(B, T)`` (the target shifted right behind a start token) and returns
+    logits ``(B, T, V)``.
     """
 
     def __init__(
@@ -67,6 +83,7 @@ class Decoder(keras.layers.Layer):
         scheduled_sampling: bool = False,
         cell_options: dict | None = None,
         seed: int | None = None,
+        copy_map: list[int] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -95,6 +112,9 @@ class Decoder(keras.layers.Layer):
                 units, activation="tanh", use_bias=False, name="attentional"
             )
         self.projection = keras.layers.Dense(vocabulary_size, name="logits")
+        self.copy_map = check_copy_map(copy_map, vocabulary_size, attention)
+        if self.copy_map is not None:
+            self.switch = keras.layers.Dense(1, activation="sigmoid", name="copy_switch")
         self.sampling_probability = self.add_weight(
             name="sampling_probability", shape=(), initializer="zeros", trainable=False
         )
@@ -117,6 +137,8 @@ class Decoder(keras.layers.Layer):
         if self.attention is not None and memory_shape is not None:
             self.attention.build((None, output_size), memory_shape)
             self.attentional.build((None, output_size + memory_shape[-1]))
+            if self.copy_map is not None:
+                self.switch.build((None, memory_shape[-1] + self.cell.output_size + features))
             output_size = self.units
         self.projection.build((None, output_size))
 
@@ -136,48 +158,87 @@ class Decoder(keras.layers.Layer):
             prompt = ops.broadcast_to(prompt[:, None, :], (*ops.shape(x)[:2], prompt.shape[-1]))
         return ops.concatenate([x, prompt], axis=-1)
 
-    def readout(self, outputs, memory=None, memory_mask=None, keys=None):
-        """Logits from the cell's outputs (one step or all), through attention."""
-        if self.attention is not None:
-            if memory is None:
-                raise ValueError(
-                    f"Decoder with attention={self.attention_score!r} needs `memory` "
-                    "(the encoder outputs, shape (batch, source steps, features))"
-                )
-            context, _ = self.attention(outputs, memory, memory_mask, keys=keys)
-            outputs = self.attentional(ops.concatenate([context, outputs], axis=-1))
-        return self.projection(outputs)
+    def readout(
+        self, outputs, memory=None, memory_mask=None, keys=None, inputs=None, source_ids=None
+    ):
+        """Logits from the cell's outputs (one step or all), through attention;
+        with the copy mechanism, the mixture's log-probabilities (``inputs``:
+        the cell's inputs x)."""
+        if self.attention is None:
+            return self.projection(outputs)
+        if memory is None:
+            raise ValueError(
+                f"Decoder with attention={self.attention_score!r} needs `memory` "
+                "(the encoder outputs, shape (batch, source steps, features))"
+            )
+        context, weights = self.attention(outputs, memory, memory_mask=memory_mask, keys=keys)
+        logits = self.projection(self.attentional(ops.concatenate([context, outputs], axis=-1)))
+        if self.copy_map is None:
+            return logits
+        if source_ids is None:
+            raise ValueError(
+                "Decoder with `copy_map` needs `source_ids` (the source token ids, shape "
+                "(batch, source steps)) wherever it is given `memory`"
+            )
+        # float32 probabilities: a float16 mixture underflows in the log
+        generate = self.switch(ops.concatenate([context, outputs, inputs], axis=-1))
+        generate, logits, weights = (ops.cast(t, "float32") for t in (generate, logits, weights))
+        targets = ops.take(self.copy_map, ops.cast(source_ids, "int32"))
+        copied = ops.one_hot(targets, self.vocabulary_size)
+        pattern = "bs,bsv->bv" if len(weights.shape) == 2 else "bts,bsv->btv"
+        copy = ops.einsum(pattern, weights, ops.cast(copied, "float32"))
+        mixture = generate * ops.softmax(logits) + (1 - generate) * copy
+        return ops.log(ops.maximum(mixture, 1e-30))
 
-    def step(self, tokens, states, memory=None, memory_mask=None, prompt=None, keys=None):
+    def step(
+        self,
+        tokens,
+        states,
+        memory=None,
+        memory_mask=None,
+        prompt=None,
+        keys=None,
+        source_ids=None,
+    ):
         """One decoding step (inference): ``(logits (N, V), new_states)``."""
-        output, states = self.cell(self.features(tokens, prompt), states, training=False)
-        return self.readout(output, memory, memory_mask, keys), as_state_list(states)
+        x = self.features(tokens, prompt)
+        output, states = self.cell(x, states, training=False)
+        logits = self.readout(output, memory, memory_mask, keys, x, source_ids)
+        return logits, as_state_list(states)
 
-    def log_prob_step(self, memory=None, memory_mask=None, prompt=None):
+    def log_prob_step(self, memory=None, memory_mask=None, prompt=None, source_ids=None):
         """The step function of ``keras_rnncells.seq2seq.search`` for this
-        memory and prompt: ``(tokens, states) -> (log-probabilities, states)``."""
+        memory, prompt and source: ``(tokens, states) -> (log-probabilities, states)``."""
         keys = None if self.attention is None or memory is None else self.attention.keys(memory)
 
         def step(tokens, states):
-            logits, states = self.step(tokens, states, memory, memory_mask, prompt, keys)
+            logits, states = self.step(
+                tokens, states, memory, memory_mask, prompt, keys, source_ids
+            )
             return tf.nn.log_softmax(tf.cast(logits, tf.float32)), states
 
         return step
 
     # -- training -----------------------------------------------------------------
     def call(
-        self, target_in, summary=None, memory=None, memory_mask=None, prompt=None, training=None
+        self,
+        target_in,
+        summary=None,
+        memory=None,
+        memory_mask=None,
+        prompt=None,
+        source_ids=None,
+        training=None,
     ):
         check_input(self, "target_in", target_in, TOKENS, dtype="ids")
         states = self.initial_state(ops.shape(target_in)[0], summary)
         if self.scheduled_sampling and training:
-            return self.sampled_logits(target_in, states, memory, memory_mask, prompt)
-        outputs = self.rnn(
-            self.features(target_in, prompt), initial_state=states, training=training
-        )
-        return self.readout(outputs, memory, memory_mask)
+            return self.sampled_logits(target_in, states, memory, memory_mask, prompt, source_ids)
+        x = self.features(target_in, prompt)
+        outputs = self.rnn(x, initial_state=states, training=training)
+        return self.readout(outputs, memory, memory_mask, inputs=x, source_ids=source_ids)
 
-    def sampled_logits(self, target_in, states, memory, memory_mask, prompt):
+    def sampled_logits(self, target_in, states, memory, memory_mask, prompt, source_ids=None):
         """Teacher forcing where each step's input token is, with probability
         ``sampling_probability``, sampled from the previous step's prediction."""
         batch, steps = ops.shape(target_in)[0], ops.shape(target_in)[1]
@@ -202,7 +263,7 @@ class Decoder(keras.layers.Layer):
                 x = x * cell.get_dropout_mask(x)
             with cell.recurrent_masks_bound(masks):
                 output, states = cell.step(cell.step_inputs(x, True), states, True)
-            step_logits = self.readout(output, memory, memory_mask, keys)
+            step_logits = self.readout(output, memory, memory_mask, keys, x, source_ids)
             return t + 1, step_logits, as_state_list(states), logits.write(t, step_logits)
 
         logits = tf.TensorArray(self.compute_dtype, size=steps)
@@ -226,7 +287,30 @@ class Decoder(keras.layers.Layer):
             "scheduled_sampling": self.scheduled_sampling,
             "cell_options": self.cell_options,
             "seed": self.seed,
+            "copy_map": None if self.copy_map is None else list(self.copy_map),
         }
+
+
+def check_copy_map(copy_map: Any, vocabulary_size: int, attention: str | None) -> tuple | None:
+    """``copy_map`` as a tuple of target ids (None: no copying), if every id
+    is one of the ``vocabulary_size`` and ``attention`` is set."""
+    if copy_map is None:
+        return None
+    if attention is None:
+        raise ValueError("Argument `copy_map` needs `attention`: copying reads its weights")
+    if (
+        not isinstance(copy_map, (list, tuple))
+        or not copy_map
+        or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < vocabulary_size
+            for i in copy_map
+        )
+    ):
+        raise ValueError(
+            "Argument `copy_map` must be a non-empty list of target ids in "
+            f"[0, {vocabulary_size}), one per source id, received: {str(copy_map)[:80]}"
+        )
+    return tuple(copy_map)
 
 
 def inverse_sigmoid_decay(step: int, k: float) -> float:

@@ -28,7 +28,10 @@ class Seq2Seq(keras.Model):
     ignore_class=0)``. ``generate(source)`` decodes in the graph (greedy or
     beam search). The decoder starts from the encoder's summary vector, so
     ``attention=None`` gives the plain encoder-decoder of Cho et al. 2014 and
-    Sutskever et al. 2014.
+    Sutskever et al. 2014. ``copy_map`` (target id per source id) lets the
+    decoder copy source tokens through its attention (`Decoder`'s copy
+    mechanism); its outputs are then log-probabilities, which the same loss
+    reads as logits.
 
     Token ids follow ``keras_rnncells.text``: 0 padding, 2 start, 3 end.
     """
@@ -46,6 +49,7 @@ class Seq2Seq(keras.Model):
         scheduled_sampling: bool = False,
         cell_options: dict | None = None,
         max_output_length: int = 32,
+        copy_map: list[int] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -68,6 +72,7 @@ class Seq2Seq(keras.Model):
             attention,
             scheduled_sampling=scheduled_sampling,
             cell_options=cell_options,
+            copy_map=copy_map,
             name="decoder",
         )
         self.build_from_sizes()
@@ -79,13 +84,19 @@ class Seq2Seq(keras.Model):
         with portable():  # no XLA compilation for a dummy call
             self((source, source))
             memory, _, mask = self.encoder(source)
-        self.decoder.step(ops.ones((1,), "int32"), self.decoder.initial_state(1), memory, mask)
+        states = self.decoder.initial_state(1)
+        self.decoder.step(ops.ones((1,), "int32"), states, memory, mask, source_ids=source)
 
     def call(self, inputs, training=None):
         source, target_in = inputs
         memory, summary, mask = self.encoder(source, training=training)
         return self.decoder(
-            target_in, summary=summary, memory=memory, memory_mask=mask, training=training
+            target_in,
+            summary=summary,
+            memory=memory,
+            memory_mask=mask,
+            source_ids=source,
+            training=training,
         )
 
     def generate(
@@ -104,7 +115,7 @@ class Seq2Seq(keras.Model):
         states = self.decoder.initial_state(ops.shape(source)[0], summary)
         return decode(
             self.decoder.log_prob_step,
-            {"memory": memory, "memory_mask": mask},
+            {"memory": memory, "memory_mask": mask, "source_ids": source},
             states,
             tf.shape(source)[0],
             beam_width,
@@ -129,4 +140,5 @@ class Seq2Seq(keras.Model):
             "scheduled_sampling": decoder.scheduled_sampling,
             "cell_options": encoder.cell_options,
             "max_output_length": self.max_output_length,
+            "copy_map": None if decoder.copy_map is None else list(decoder.copy_map),
         }

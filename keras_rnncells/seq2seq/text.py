@@ -8,12 +8,15 @@ import keras
 import tensorflow as tf
 
 from keras_rnncells.seq2seq.model import Seq2Seq
-from keras_rnncells.text import END_ID, PAD_ID, Tokenizer
+from keras_rnncells.text import END_ID, PAD_ID, UNK_ID, Tokenizer
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
 class TextSeq2Seq(keras.Model):
     """A ``Seq2Seq`` between two tokenizers (``keras_rnncells.text``).
+
+    ``from_tokenizers(..., copy=True)`` gives the decoder a copy mechanism
+    over the tokens the two vocabularies share (`copy_map`).
 
     ``examples(sources, targets)`` turns string pairs into the training pair
     ``((source_ids, target_in), target_out)`` (use it in a ``tf.data`` map);
@@ -63,9 +66,16 @@ class TextSeq2Seq(keras.Model):
 
     @classmethod
     def from_tokenizers(
-        cls, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, **options: Any
+        cls,
+        source_tokenizer: Tokenizer,
+        target_tokenizer: Tokenizer,
+        copy: bool = False,
+        **options: Any,
     ) -> TextSeq2Seq:
-        """A new ``Seq2Seq(**options)`` sized for the two vocabularies."""
+        """A new ``Seq2Seq(**options)`` sized for the two vocabularies; with
+        ``copy``, its ``copy_map`` is theirs (`copy_map`)."""
+        if copy:
+            options["copy_map"] = copy_map(source_tokenizer, target_tokenizer)
         seq2seq = Seq2Seq(
             source_tokenizer.vocabulary_size, target_tokenizer.vocabulary_size, **options
         )
@@ -113,3 +123,11 @@ class TextSeq2Seq(keras.Model):
         for key in ("source_tokenizer", "target_tokenizer", "seq2seq"):
             config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
+
+
+def copy_map(source_tokenizer: Tokenizer, target_tokenizer: Tokenizer) -> list[int]:
+    """For each source id, the target id of the same token (``UNK_ID`` where
+    the target vocabulary lacks it): what the decoder's copy mechanism writes
+    when it copies a source position."""
+    target_ids = {token: index for index, token in enumerate(target_tokenizer.vocabulary)}
+    return [target_ids.get(token, UNK_ID) for token in source_tokenizer.vocabulary]

@@ -1,4 +1,5 @@
-"""benchmarks/seq2seq.py and serving.py run and derive their ratios from the same run."""
+"""benchmarks/seq2seq.py, serving.py and copying.py run; the first two derive their ratios
+from the same run."""
 
 import json
 
@@ -66,3 +67,16 @@ def test_serving_quick_run(load_script, tmp_path, capsys):
 def test_serving_bad_arguments(load_script, argv, flag):
     with pytest.raises(ValueError, match=flag):
         load_script("serving").parse_args(argv)
+
+
+def test_copying_quick_run_and_its_reuse(load_script, tmp_path, capsys):
+    script = load_script("copying")
+    script.main(["--out", str(tmp_path), "--quick"])
+    table = capsys.readouterr().out
+    assert "| char, no copy |" in table and "| char, copy |" in table
+    results = json.loads((tmp_path / "char-copy" / "results.json").read_text())
+    assert results["settings"]["copy"] and results["settings"]["dataset"] == "meetings"
+    assert "exact_match_greedy_test_years" in results
+    stamp = (tmp_path / "char-copy" / "results.json").stat().st_mtime_ns
+    script.main(["--out", str(tmp_path), "--quick"])  # finished runs are reused
+    assert (tmp_path / "char-copy" / "results.json").stat().st_mtime_ns == stamp

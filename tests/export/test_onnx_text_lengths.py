@@ -4,7 +4,8 @@ texts of 1 to 64 tokens, a 400-token text, the application's examples and,
 for the sentiment classifier, every SST-2 test sentence and a review of at
 least 400 tokens (it keeps 400), all in one batch and one text at a time;
 for the sentiment classifier and the date normalizer, with their default
-tokenizers and with SentencePiece's (BPE, unigram).
+tokenizers and with SentencePiece's (BPE, unigram), and the date normalizer
+with its copy mechanism.
 The ONNX models run in a child process (without TensorFlow, which breaks
 onnxruntime-extensions' regex ops), so a crash there fails the test. The
 export check refuses a model that is wrong on short texts, `padded_ids` (the
@@ -95,9 +96,11 @@ def seq2seq_app(
     cell: str = "gru",
     lowercase: bool = False,
     model_type: str | None = None,
+    copy: bool = False,
 ) -> tuple[Servable, list[str]]:
     """A date normalizer on characters (lower-cased if ``lowercase``), or on
-    SentencePiece's ``model_type`` pieces, beam search in the graph."""
+    SentencePiece's ``model_type`` pieces, beam search in the graph, with the
+    decoder's copy mechanism if ``copy``."""
     dates = [source for source, _ in date_pairs(300, seed=1)]
     outputs = [target for _, target in date_pairs(50)]
     if model_type is None:
@@ -108,7 +111,9 @@ def seq2seq_app(
             SentencePieceTokenizer.from_corpus(texts, 200, model_type, lowercase)
             for texts in (dates[::2], outputs)
         )
-    model = TextSeq2Seq.from_tokenizers(sources, targets, cell=cell, max_output_length=6, **SMALL)
+    model = TextSeq2Seq.from_tokenizers(
+        sources, targets, copy=copy, cell=cell, max_output_length=6, **SMALL
+    )
     return seq2seq_servable(model), dates[:100]
 
 
@@ -136,21 +141,24 @@ def max_errors(
     return errors
 
 
-PIECES = [
-    functools.partial(app, model_type=model_type)
-    for app in (sentiment_app, seq2seq_app)
-    for model_type in ("bpe", "unigram")
+VARIANTS = [
+    *(
+        functools.partial(app, model_type=model_type)
+        for app in (sentiment_app, seq2seq_app)
+        for model_type in ("bpe", "unigram")
+    ),
+    functools.partial(seq2seq_app, copy=True),
 ]
 
 
 @pytest.mark.parametrize(
     "build",
-    [sentiment_app, name_to_color_app, seq2seq_app, *PIECES],
+    [sentiment_app, name_to_color_app, seq2seq_app, *VARIANTS],
     ids=[
         "sentiment",
         "name_to_color",
         "seq2seq",
-        *(f"{b.func.__name__}-{b.keywords['model_type']}" for b in PIECES),
+        *(f"{b.func.__name__}-{'-'.join(map(str, b.keywords.values()))}" for b in VARIANTS),
     ],
 )
 def test_string_model_agrees_with_the_saved_model_at_every_length(build, require_data, tmp_path):
