@@ -654,29 +654,43 @@ class SentimentExperiment:
                 results[name] = json.loads(path.read_text(encoding="utf-8"))
         lines = [f"## {self.title}", "", f"- Paper: {self.paper}."]
         lines += ["- No threshold: the numbers are reported.", ""]
-        lines += [
-            "| run | tokenizer | tokens in vocabulary | parameters | model.keras MB "
-            "| pre-training | pre-training perplexity | test accuracy | pre-training s "
-            "| fine-tuning s | epochs |",
-            "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+        pretrained = any(run.get("pretraining") for run in results.values())
+        columns = ["run", "tokenizer", "tokens in vocabulary", "parameters", "model.keras MB"]
+        if pretrained:
+            columns += ["pre-training", "pre-training perplexity", "pre-training s"]
+        columns += ["test accuracy", "fine-tuning s" if pretrained else "training s", "epochs"]
+        alignment = [
+            "---" if c in ("run", "tokenizer", "pre-training") else "---:" for c in columns
         ]
+        lines += ["| " + " | ".join(columns) + " |", "|" + "|".join(alignment) + "|"]
         commands = []
         for name, run in results.items():
             settings = {"tokenizer": "wordpiece", **run["settings"]}  # the default before
-            pretraining = run.get("pretraining")
-            objective = "none"
-            if pretraining is not None:
-                objective = f"{pretraining['objective']}, {pretraining['epochs']} epoch(s)"
-            perplexity = "-" if pretraining is None else f"{pretraining['perplexity']:.1f}"
-            seconds = "-" if pretraining is None else f"{pretraining['training_seconds']:.0f}"
-            vocabulary = run.get("vocabulary_size", "-")
             model_file = out / "runs" / self.key / name / "model.keras"
             megabytes = f"{model_file.stat().st_size / 2**20:.1f}" if model_file.exists() else "-"
-            lines.append(
-                f"| {name} | {settings['tokenizer']} | {vocabulary} | {run['parameters']:,} "
-                f"| {megabytes} | {objective} | {perplexity} | {100 * run['test_accuracy']:.2f}% "
-                f"| {seconds} | {run['training_seconds']:.0f} | {len(run['seconds_per_epoch'])} |"
-            )
+            cells = [
+                name,
+                settings["tokenizer"],
+                str(run.get("vocabulary_size", "-")),
+                f"{run['parameters']:,}",
+                megabytes,
+            ]
+            if pretrained:
+                pretraining = run.get("pretraining")
+                if pretraining is None:
+                    cells += ["none", "-", "-"]
+                else:
+                    cells += [
+                        f"{pretraining['objective']}, {pretraining['epochs']} epoch(s)",
+                        f"{pretraining['perplexity']:.1f}",
+                        f"{pretraining['training_seconds']:.0f}",
+                    ]
+            cells += [
+                f"{100 * run['test_accuracy']:.2f}%",
+                f"{run['training_seconds']:.0f}",
+                str(len(run["seconds_per_epoch"])),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
             words = ["rnncells", "train", "sentiment", "--seed", str(settings["seed"])]
             if settings["tokenizer"] != "wordpiece":
                 words += ["--tokenizer", settings["tokenizer"]]
@@ -731,11 +745,16 @@ SENTIMENT_EXPERIMENTS = (
         "reports SST-2",
         notes=(
             "The sentiment app's defaults (GRU 128, bidirectional, embedding 128, dropout 0.3, "
-            "two epochs on the 67k GLUE SST-2 phrases), at most 8,000 tokens, each tokenizer "
-            "learned from the training phrases: WordPiece (tensorflow-text's learner), "
-            "SentencePiece's BPE and unigram models (NFKC, case-folded, every character of the "
-            "corpus a piece), or the characters (lower-cased). One seed.",
-            "The parameters differ by the embedding: 128 per token of the vocabulary.",
+            "two epochs on the 67k GLUE SST-2 phrases), a vocabulary of 8,000 tokens (a target "
+            "that WordPiece's learner overshoots), each tokenizer learned from the training "
+            "phrases: WordPiece (tensorflow-text's learner), SentencePiece's BPE and unigram "
+            "models (NFKC, case-folded, every character of the corpus a piece), or the "
+            "characters (lower-cased). One seed.",
+            "The parameters differ by the embedding: 128 per token of the vocabulary. The three "
+            "subword vocabularies land within a point of each other (one seed: no ranking); "
+            "characters, with a sixth of the parameters, lose about 10 points after the same two "
+            "epochs and take 4 to 5 times as long: a training phrase is 53.5 characters on "
+            "average, against 11.1 WordPiece and 11.4 BPE tokens (measured on the 67k phrases).",
         ),
     ),
 )

@@ -258,6 +258,19 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         "2026-11-21'), tested on names never seen in training and on the years 2100-2199",
     )
     parser.add_argument(
+        "--finetune",
+        choices=("reinforce", "mrt"),
+        help="seq2seq: after the teacher-forced epochs, --finetune-epochs of sequence-level "
+        "training on the outputs' similarity to the targets: reinforce, REINFORCE with a "
+        "baseline (Ranzato et al. 2016); mrt, minimum risk training (Shen et al. 2016)",
+    )
+    parser.add_argument(
+        "--finetune-epochs",
+        type=positive_int,
+        metavar="N",
+        help="seq2seq, with --finetune: epochs of fine-tuning (default 2)",
+    )
+    parser.add_argument(
         "--copy",
         action="store_true",
         default=None,
@@ -421,7 +434,7 @@ FLAG_READERS = {
     "word_dropout": ("tasks", "sentiment"),
     **{name: ("sentiment",) for name in ("pretrain", "pretrain_epochs")},
     **dict.fromkeys(("dataset", "tokenizer"), ("sentiment", "seq2seq")),
-    "copy": ("seq2seq",),
+    **dict.fromkeys(("copy", "finetune", "finetune_epochs"), ("seq2seq",)),
 }
 
 
@@ -507,6 +520,8 @@ SETTING_FLAGS = {
             "self_normalization",
             "tokenizer",
             "copy",
+            "finetune",
+            "finetune_epochs",
         )
     },
 }

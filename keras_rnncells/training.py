@@ -279,18 +279,20 @@ def fit_run(
     verbose: int | str = "auto",
     ema: bool = False,
     patience: int | None = None,
+    callbacks: list[keras.callbacks.Callback] = (),
 ) -> dict[str, Any]:
     """``model.fit`` of a run: ``train`` (a dataset that shuffles itself by
     ``(seed, epoch)``, `keras_rnncells.data.pipeline`) for ``epochs`` (at
     most, with ``patience``: see `ResumableRun`), with `run_callbacks`
-    (resumable backups, ``history.csv``, TensorBoard logs, the epoch timer).
+    (resumable backups, ``history.csv``, TensorBoard logs, the epoch timer)
+    and ``callbacks``.
     Returns what every run's ``results.json`` holds of its training:
     ``training_seconds`` (the sum over epochs, so the epochs of an
     interrupted process count in a resumed run), ``seconds_per_epoch``,
     ``parameters`` (trainable), ``sessions`` (`ResumableRun`) and, with
     ``patience``, ``best_epoch`` (the epoch whose weights the model keeps)."""
     timer = EpochTimes()
-    callbacks = run_callbacks(run_dir, timer, ema=ema, patience=patience)
+    callbacks = [*callbacks, *run_callbacks(run_dir, timer, ema=ema, patience=patience)]
     model.fit(
         train,
         validation_data=validation_data,

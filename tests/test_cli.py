@@ -187,6 +187,14 @@ ANTICIPATED_ERRORS = {
         ["train", "seq2seq", "--tokenizer", "wordpiece", "--out", "run"],
         r"Argument `tokenizer` must be one of \('char', 'bpe', 'unigram'\), received: 'wordpiece'$",
     ),
+    "copy-for-an-app-without-a-decoder": (
+        ["train", "sentiment", "--copy", "--out", "run"],
+        r"--copy applies to the seq2seq app, not to sentiment$",
+    ),
+    "finetune-epochs-without-finetune": (
+        ["train", "seq2seq", "--finetune-epochs", "3", "--out", "run"],
+        r"--finetune-epochs needs --finetune reinforce or --finetune mrt$",
+    ),
     "missing-data": (
         ["train", "sst2", "--out", "runs/sst2", "--epochs", "1"],
         r"No benchmark data folder at /\S*/no-data\. Set \$RNNCELLS_DATA to the folder",

@@ -645,6 +645,12 @@ APP_ROWS = [
             (DateSettings, "batch_size", 0, positive_int("batch_size", 0)),
             (DateSettings, "learning_rate", 0.0, float_in("learning_rate", r"\(0, inf\)", 0.0)),
             (DateSettings, "cell_options", "units=3", r"Argument `cell_options` must be a dict"),
+            (DateSettings, "dataset", "emails", r"Argument `dataset` must be one of \('dates'"),
+            (DateSettings, "tokenizer", "wordpiece", r"Argument `tokenizer` must be one of \("),
+            (DateSettings, "finetune", "ppo", r"Argument `finetune` must be one of \(None, "),
+            (DateSettings, "finetune_epochs", 0, positive_int("finetune_epochs", 0)),
+            (DateSettings, "finetune_samples", 1, r"Argument `finetune_samples` must be"),
+            (SentimentSettings, "tokenizer", "words", r"Argument `tokenizer` must be one of \("),
         ]
     ),
 ]

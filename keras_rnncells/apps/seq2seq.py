@@ -9,7 +9,10 @@ read and write characters, or with ``tokenizer`` SentencePiece's BPE or unigram
 subwords learned from the training pairs (case kept). ``dataset="meetings"``
 trains on notes with a name to copy ("Meeting with Okonkwo on Nov 21, 2026" ->
 "Okonkwo 2026-11-21", `keras_rnncells.data.dates.meeting_splits`), and
-``copy=True`` gives the decoder its copy mechanism.
+``copy=True`` gives the decoder its copy mechanism. ``finetune`` ("reinforce"
+or "mrt") adds ``finetune_epochs`` of sequence-level training on the outputs'
+similarity to the targets after the teacher-forced epochs
+(`keras_rnncells.seq2seq.sequence_level`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import tensorflow as tf
 
 from keras_rnncells.apps.base import check_settings
 from keras_rnncells.apps.registry import register_app
+from keras_rnncells.checks import check_integer, check_positive_int
 from keras_rnncells.data.dates import date_splits, meeting_splits
 from keras_rnncells.data.pipeline import shuffled_slices
 from keras_rnncells.export.servable import (
@@ -34,6 +38,7 @@ from keras_rnncells.export.servable import (
     traced,
 )
 from keras_rnncells.seq2seq.attention import SCORES
+from keras_rnncells.seq2seq.sequence_level import OBJECTIVES
 from keras_rnncells.seq2seq.text import TextSeq2Seq
 from keras_rnncells.text import SentencePieceTokenizer, learn_tokenizer
 from keras_rnncells.training import finish_run, fit_run, run_directory, settings_from_arguments
@@ -123,9 +128,20 @@ class DateSettings:
     cell_options: dict = field(default_factory=dict)
     dataset: str = "dates"  # one of DATASETS
     copy: bool = False
+    finetune: str | None = None  # None (teacher forcing only) or one of OBJECTIVES
+    finetune_epochs: int = 2  # after `epochs`, with `finetune`
+    finetune_samples: int = 8  # outputs drawn per source in each fine-tuning step
 
     def __post_init__(self) -> None:
-        check_settings(self, attention=(None, *SCORES), tokenizer=TOKENIZERS, dataset=DATASETS)
+        check_settings(
+            self,
+            attention=(None, *SCORES),
+            tokenizer=TOKENIZERS,
+            dataset=DATASETS,
+            finetune=(None, *OBJECTIVES),
+        )
+        check_positive_int("finetune_epochs", self.finetune_epochs)
+        check_integer("finetune_samples", self.finetune_samples, 2)
         if self.copy and self.attention is None:
             raise ValueError("Argument `copy` needs `attention`: copying reads its weights")
 
@@ -151,6 +167,21 @@ def translate_all(model: TextSeq2Seq, texts: list[str], beam_width: int, batch_s
 
 def exact_match(predictions: list[str], targets: list[str]) -> float:
     return float(np.mean([p == t for p, t in zip(predictions, targets)]))
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance between two strings, in characters."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def mean_edit_distance(predictions: list[str], targets: list[str]) -> float:
+    return float(np.mean([edit_distance(p, t) for p, t in zip(predictions, targets)]))
 
 
 def train_date_normalizer(
@@ -189,14 +220,20 @@ def train_date_normalizer(
         model.compile(
             keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
             keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+            jit_compile=False,  # the fine-tuning's edit distance has no XLA kernel
         )
+        epochs, phases = settings.epochs, []
+        if settings.finetune is not None:
+            phases = [model.fine_tune(settings.finetune, epochs, settings.finetune_samples)]
+            epochs += settings.finetune_epochs
         run = fit_run(
             model,
             string_dataset(splits["train"], model, settings.batch_size, settings.seed),
             run_dir,
-            settings.epochs,
+            epochs,
             validation_data=string_dataset(splits["validation"], model, settings.batch_size),
             verbose=verbose,
+            callbacks=phases,
         )
         test_sources, test_targets = (list(column) for column in zip(*splits["test"]))
         greedy = translate_all(model, test_sources, beam_width=1)
@@ -218,6 +255,7 @@ def train_date_normalizer(
             "test_examples": len(test_targets),
             "exact_match_greedy": exact_match(greedy, test_targets),
             f"exact_match_beam{settings.beam_width}": exact_match(beam, test_targets),
+            "mean_edit_distance_greedy": mean_edit_distance(greedy, test_targets),
             **late,
             **run,
             "settings": asdict(settings),
@@ -239,7 +277,11 @@ def train_from_arguments(args: Any) -> None:
         tokenizer=getattr(args, "tokenizer", None),
         dataset=getattr(args, "dataset", None),
         copy=getattr(args, "copy", None),
+        finetune=getattr(args, "finetune", None),
+        finetune_epochs=getattr(args, "finetune_epochs", None),
     )
+    if settings.finetune is None and getattr(args, "finetune_epochs", None) is not None:
+        raise ValueError("--finetune-epochs needs --finetune reinforce or --finetune mrt")
     results = train_date_normalizer(args.out, settings, overwrite=args.overwrite)
     beam = f"exact_match_beam{settings.beam_width}"
     held_out = "dates" if settings.dataset == "dates" else "notes, names"

@@ -13,11 +13,12 @@ from keras_rnncells.layers import portable
 from keras_rnncells.seq2seq.decoder import Decoder
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.seq2seq.search import Decoded, check_search_args, decode
+from keras_rnncells.seq2seq.sequence_level import SequenceLevelTraining
 from keras_rnncells.text.vocabulary import END_ID, START_ID
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
-class Seq2Seq(keras.Model):
+class Seq2Seq(SequenceLevelTraining, keras.Model):
     """An ``Encoder`` and a ``Decoder`` attending to the encoder's outputs.
 
     Trained with teacher forcing: ``model((source, target_in))`` maps source
@@ -28,7 +29,9 @@ class Seq2Seq(keras.Model):
     ignore_class=0)``. ``generate(source)`` decodes in the graph (greedy or
     beam search). The decoder starts from the encoder's summary vector, so
     ``attention=None`` gives the plain encoder-decoder of Cho et al. 2014 and
-    Sutskever et al. 2014. ``copy_map`` (target id per source id) lets the
+    Sutskever et al. 2014. ``fine_tune(objective)`` continues training on a
+    sequence-level objective (REINFORCE or minimum risk training,
+    `keras_rnncells.seq2seq.sequence_level`). ``copy_map`` (target id per source id) lets the
     decoder copy source tokens through its attention (`Decoder`'s copy
     mechanism); its outputs are then log-probabilities, which the same loss
     reads as logits.
@@ -105,12 +108,16 @@ class Seq2Seq(keras.Model):
         beam_width: int = 1,
         max_length: int | None = None,
         length_penalty: float = 0.0,
+        sample: bool = False,
     ) -> Decoded:
         """Decodes ``source`` ``(B, S)``: greedy search for ``beam_width=1``,
-        beam search otherwise (tokens ``(B, K, L)``, best first). See
+        beam search otherwise (tokens ``(B, K, L)``, best first); with
+        ``sample``, one output drawn from the model per row instead. See
         ``keras_rnncells.seq2seq.search``."""
         max_length = self.max_output_length if max_length is None else max_length
         check_search_args(max_length, beam_width, length_penalty)  # before encoding
+        if sample and beam_width != 1:
+            raise ValueError(f"Argument `sample` needs beam_width=1, received {beam_width}")
         memory, summary, mask = self.encoder(source, training=False)
         states = self.decoder.initial_state(ops.shape(source)[0], summary)
         return decode(
@@ -123,6 +130,7 @@ class Seq2Seq(keras.Model):
             START_ID,
             END_ID,
             length_penalty,
+            sample,
         )
 
     def get_config(self) -> dict:

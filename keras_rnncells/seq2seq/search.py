@@ -1,4 +1,4 @@
-"""Decoding inside the graph: greedy search and beam search.
+"""Decoding inside the graph: greedy search, sampling and beam search.
 
 Both run one ``tf.while_loop`` of at most ``max_length`` steps over a
 ``step_fn(tokens, states) -> (log_probs, states)`` (tokens ``(N,)`` int32,
@@ -60,8 +60,11 @@ def greedy_search(
     start_id: int,
     end_id: int,
     pad_id: int = 0,
+    sample: bool = False,
 ) -> Decoded:
-    """The most probable token at each step, fed back as the next input."""
+    """The most probable token at each step, fed back as the next input;
+    with ``sample``, a token drawn from the step's distribution instead
+    (ancestral sampling, for sequence-level training)."""
     check_search_args(max_length)
     tokens = tf.zeros((batch_size, max_length), tf.int32)
     finished = tf.zeros((batch_size,), tf.bool)
@@ -71,7 +74,10 @@ def greedy_search(
     def body(step, tokens, finished, scores, previous, states):
         log_probs, states = step_fn(previous, states)
         log_probs = tf.cast(log_probs, tf.float32)
-        chosen = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+        if sample:
+            chosen = tf.random.categorical(log_probs, 1, dtype=tf.int32)[:, 0]
+        else:
+            chosen = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
         chosen = tf.where(finished, pad_id, chosen)
         gained = tf.gather(log_probs, chosen, batch_dims=1)
         scores += tf.where(finished, 0.0, gained)
@@ -173,13 +179,16 @@ def decode(
     start_id: int,
     end_id: int,
     length_penalty: float = 0.0,
+    sample: bool = False,
 ) -> Decoded:
-    """Greedy search for ``beam_width=1``, beam search otherwise, over the
+    """Greedy search (or, with ``sample``, sampling) for ``beam_width=1``,
+    beam search otherwise, over the
     step function ``step_for(**context)``. For beam search every context
     tensor ``(B, ...)`` (a memory, a prompt) is first repeated per beam."""
     check_search_args(max_length, beam_width, length_penalty)
     if beam_width == 1:
-        return greedy_search(step_for(**context), states, batch_size, max_length, start_id, end_id)
+        step = step_for(**context)
+        return greedy_search(step, states, batch_size, max_length, start_id, end_id, sample=sample)
     context = {
         key: None if value is None else repeat_beams(value, beam_width)
         for key, value in context.items()

@@ -8,11 +8,12 @@ import keras
 import tensorflow as tf
 
 from keras_rnncells.seq2seq.model import Seq2Seq
+from keras_rnncells.seq2seq.sequence_level import SequenceLevelTraining
 from keras_rnncells.text import END_ID, PAD_ID, UNK_ID, Tokenizer
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
-class TextSeq2Seq(keras.Model):
+class TextSeq2Seq(SequenceLevelTraining, keras.Model):
     """A ``Seq2Seq`` between two tokenizers (``keras_rnncells.text``).
 
     ``from_tokenizers(..., copy=True)`` gives the decoder a copy mechanism
@@ -80,6 +81,10 @@ class TextSeq2Seq(keras.Model):
             source_tokenizer.vocabulary_size, target_tokenizer.vocabulary_size, **options
         )
         return cls(source_tokenizer, target_tokenizer, seq2seq)
+
+    @property
+    def sequence_model(self) -> Seq2Seq:
+        return self.seq2seq
 
     def call(self, inputs, training=None):
         return self.seq2seq(inputs, training=training)

@@ -16,7 +16,8 @@ def learn_tokenizer(
     kind: str, texts: Texts, vocabulary_size: int, lowercase: bool = True, **kwargs: Any
 ) -> Tokenizer:
     """The ``kind`` tokenizer (one of `TOKENIZERS`) learned from ``texts``,
-    at most ``vocabulary_size`` tokens, special tokens included:
+    at most ``vocabulary_size`` tokens, special tokens included (WordPiece's
+    learner takes it as a target, which it can exceed):
     ``"wordpiece"`` (`WordPieceTokenizer`), ``"bpe"`` or ``"unigram"``
     (`SentencePieceTokenizer`), ``"char"`` (`CharTokenizer`, the most
     frequent characters). ``kwargs``: the other arguments of its constructor

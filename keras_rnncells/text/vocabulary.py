@@ -156,8 +156,9 @@ def learn_wordpiece_vocabulary(
 ) -> list[str]:
     """The special tokens, then a WordPiece vocabulary learned from ``texts``
     by tensorflow-text's ``bert_vocab_from_dataset`` (words split by BERT's
-    basic tokenizer with ``bert_tokenizer_params``), at most ``vocab_size`` in all
-    (only the special tokens if ``texts`` hold no word)."""
+    basic tokenizer with ``bert_tokenizer_params``), about ``vocab_size`` in all
+    (the learner's target, which it can exceed; only the special tokens if
+    ``texts`` hold no word)."""
     check_integer("vocab_size", vocab_size, len(SPECIAL_TOKENS) + 1)
     learner = tensorflow_text(
         "WordPieceTokenizer.from_corpus",

@@ -1,5 +1,5 @@
-"""benchmarks/seq2seq.py, serving.py and copying.py run; the first two derive their ratios
-from the same run."""
+"""benchmarks/seq2seq.py, serving.py and seq2seq_variants.py run; the first two derive
+their ratios from the same run."""
 
 import json
 
@@ -69,14 +69,18 @@ def test_serving_bad_arguments(load_script, argv, flag):
         load_script("serving").parse_args(argv)
 
 
-def test_copying_quick_run_and_its_reuse(load_script, tmp_path, capsys):
-    script = load_script("copying")
-    script.main(["--out", str(tmp_path), "--quick"])
-    table = capsys.readouterr().out
-    assert "| char, no copy |" in table and "| char, copy |" in table
-    results = json.loads((tmp_path / "char-copy" / "results.json").read_text())
-    assert results["settings"]["copy"] and results["settings"]["dataset"] == "meetings"
-    assert "exact_match_greedy_test_years" in results
-    stamp = (tmp_path / "char-copy" / "results.json").stat().st_mtime_ns
-    script.main(["--out", str(tmp_path), "--quick"])  # finished runs are reused
-    assert (tmp_path / "char-copy" / "results.json").stat().st_mtime_ns == stamp
+def test_seq2seq_variants_quick_run_and_its_reuse(load_script, tmp_path, capsys):
+    script = load_script("seq2seq_variants")
+    done = script.main(["--out", str(tmp_path), "--quick"])
+    out = capsys.readouterr().out
+    for experiment, runs in script.EXPERIMENTS.items():
+        assert [name for name, _ in done[experiment]] == [name for name, _ in runs]
+        for name, _ in runs:
+            assert f"| {name} |" in out
+    copy = json.loads((tmp_path / "copying" / "char-copy" / "results.json").read_text())
+    assert copy["settings"]["copy"] and "exact_match_greedy_test_years" in copy
+    mrt = json.loads((tmp_path / "sequence_level" / "mrt" / "results.json").read_text())
+    assert mrt["settings"]["finetune"] == "mrt" and len(mrt["seconds_per_epoch"]) == 2
+    stamp = (tmp_path / "copying" / "char-copy" / "results.json").stat().st_mtime_ns
+    script.main(["--out", str(tmp_path), "--quick", "--only", "copying"])  # reused
+    assert (tmp_path / "copying" / "char-copy" / "results.json").stat().st_mtime_ns == stamp
