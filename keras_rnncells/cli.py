@@ -258,6 +258,13 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         "2026-11-21'), tested on names never seen in training and on the years 2100-2199",
     )
     parser.add_argument(
+        "--typos",
+        type=rate,
+        metavar="RATE",
+        help="seq2seq, dates: each letter of every source (held-out ones too) is dropped, "
+        "doubled or replaced with this probability (default 0)",
+    )
+    parser.add_argument(
         "--finetune",
         choices=("reinforce", "mrt"),
         help="seq2seq: after the teacher-forced epochs, --finetune-epochs of sequence-level "
@@ -434,7 +441,7 @@ FLAG_READERS = {
     "word_dropout": ("tasks", "sentiment"),
     **{name: ("sentiment",) for name in ("pretrain", "pretrain_epochs")},
     **dict.fromkeys(("dataset", "tokenizer"), ("sentiment", "seq2seq")),
-    **dict.fromkeys(("copy", "finetune", "finetune_epochs"), ("seq2seq",)),
+    **dict.fromkeys(("copy", "typos", "finetune", "finetune_epochs"), ("seq2seq",)),
 }
 
 
@@ -520,6 +527,7 @@ SETTING_FLAGS = {
             "self_normalization",
             "tokenizer",
             "copy",
+            "typos",
             "finetune",
             "finetune_epochs",
         )

@@ -650,6 +650,7 @@ APP_ROWS = [
             (DateSettings, "finetune", "ppo", r"Argument `finetune` must be one of \(None, "),
             (DateSettings, "finetune_epochs", 0, positive_int("finetune_epochs", 0)),
             (DateSettings, "finetune_samples", 1, r"Argument `finetune_samples` must be"),
+            (DateSettings, "typos", 1.0, float_in("typos", r"\[0, 1\)", 1.0)),
             (SentimentSettings, "tokenizer", "words", r"Argument `tokenizer` must be one of \("),
         ]
     ),

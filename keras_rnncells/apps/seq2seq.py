@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from keras_rnncells.apps.base import check_settings
 from keras_rnncells.apps.registry import register_app
-from keras_rnncells.checks import check_integer, check_positive_int
+from keras_rnncells.checks import check_float, check_integer, check_positive_int
 from keras_rnncells.data.dates import date_splits, meeting_splits
 from keras_rnncells.data.pipeline import shuffled_slices
 from keras_rnncells.export.servable import (
@@ -127,6 +127,7 @@ class DateSettings:
     vocabulary_size: int = 1000  # per side, at most
     cell_options: dict = field(default_factory=dict)
     dataset: str = "dates"  # one of DATASETS
+    typos: float = 0.0  # dates: the rate of letter typos in every source (data.dates.with_typos)
     copy: bool = False
     finetune: str | None = None  # None (teacher forcing only) or one of OBJECTIVES
     finetune_epochs: int = 2  # after `epochs`, with `finetune`
@@ -141,6 +142,9 @@ class DateSettings:
             finetune=(None, *OBJECTIVES),
         )
         check_positive_int("finetune_epochs", self.finetune_epochs)
+        check_float("typos", self.typos, "[0, 1)")
+        if self.typos and self.dataset != "dates":
+            raise ValueError("Argument `typos` applies to the dates dataset only")
         check_integer("finetune_samples", self.finetune_samples, 2)
         if self.copy and self.attention is None:
             raise ValueError("Argument `copy` needs `attention`: copying reads its weights")
@@ -196,10 +200,11 @@ def train_date_normalizer(
     holds, resumes or refuses a run."""
     with run_directory(run_dir, settings, overwrite) as run_dir:
         keras.utils.set_random_seed(settings.seed)
-        split = date_splits if settings.dataset == "dates" else meeting_splits
-        splits = split(
-            settings.train_size, settings.test_size, settings.validation_size, settings.seed
-        )
+        sizes = (settings.train_size, settings.test_size, settings.validation_size, settings.seed)
+        if settings.dataset == "dates":
+            splits = date_splits(*sizes, typos=settings.typos)
+        else:
+            splits = meeting_splits(*sizes)
         sources, targets = zip(*splits["train"])
         source_tokenizer, target_tokenizer = (
             learn_tokenizer(settings.tokenizer, texts, settings.vocabulary_size, lowercase=False)
@@ -277,6 +282,7 @@ def train_from_arguments(args: Any) -> None:
         tokenizer=getattr(args, "tokenizer", None),
         dataset=getattr(args, "dataset", None),
         copy=getattr(args, "copy", None),
+        typos=getattr(args, "typos", None),
         finetune=getattr(args, "finetune", None),
         finetune_epochs=getattr(args, "finetune_epochs", None),
     )

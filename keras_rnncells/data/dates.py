@@ -76,12 +76,33 @@ def date_pairs(count: int, seed: int = 0) -> list[tuple[str, str]]:
     return [(write_date(date, rng), date.isoformat()) for date in dates]
 
 
+def with_typos(text: str, rate: float, rng: random.Random) -> str:
+    """``text`` with each letter, with probability ``rate``, dropped, doubled
+    or replaced by a random lower-case letter (one of the three alike);
+    digits and punctuation are kept, so the date stays readable."""
+    typed = []
+    for character in text:
+        if not character.isalpha() or rng.random() >= rate:
+            typed.append(character)
+            continue
+        typo = rng.randrange(3)
+        if typo == 1:
+            typed.append(character * 2)
+        elif typo == 2:
+            typed.append(rng.choice("abcdefghijklmnopqrstuvwxyz"))
+    return "".join(typed)
+
+
 def date_splits(
-    train: int, test: int, validation: int = 0, seed: int = 0
+    train: int, test: int, validation: int = 0, seed: int = 0, typos: float = 0.0
 ) -> dict[str, list[tuple[str, str]]]:
     """Train, validation and test pairs over disjoint sets of dates, so the
-    held-out dates were never seen in training, in any form."""
+    held-out dates were never seen in training, in any form; with ``typos``,
+    every source (held-out ones too) gets `with_typos` at that rate."""
     pairs = date_pairs(train + validation + test, seed)
+    if typos:
+        rng = random.Random(seed + 1)
+        pairs = [(with_typos(source, typos, rng), target) for source, target in pairs]
     return {
         "train": pairs[:train],
         "validation": pairs[train : train + validation],

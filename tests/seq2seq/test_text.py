@@ -82,6 +82,19 @@ def test_dates_are_distinct_and_correct():
         date_pairs(0)
 
 
+def test_typos_change_letters_only_and_keep_the_targets():
+    clean = date_splits(train=300, test=100, seed=3)
+    noisy = date_splits(train=300, test=100, seed=3, typos=0.3)
+    assert date_splits(train=300, test=100, seed=3, typos=0.3) == noisy  # reproducible
+    changed = 0
+    for split in ("train", "test"):
+        for (source, target), (typed, same_target) in zip(clean[split], noisy[split]):
+            assert target == same_target
+            assert [c for c in typed if not c.isalpha()] == [c for c in source if not c.isalpha()]
+            changed += typed != source
+    assert 0.5 * 400 < changed < 400  # most sources, not all (the numeric forms have no letter)
+
+
 def test_train_command(tmp_path, capsys):
     out = tmp_path / "run"
     arguments = [
