@@ -55,6 +55,7 @@ EXAMPLES = {
         "11/21/2126: call Wanjiru",
     ),
 }
+TASKS = {"dates": "date normalization", "meetings": "meeting notes to name and date"}
 # The longest output of each dataset, in tokens, with room to spare.
 MAX_OUTPUT_LENGTH = {"dates": 12, "meetings": 32}
 SERVING_BEAM_WIDTH = 4
@@ -256,7 +257,7 @@ def train_date_normalizer(
         samples = dict(zip(examples, translate_all(model, examples, settings.beam_width)))
         copying = ", copy mechanism" if settings.copy else ""
         results = {
-            "task": f"{settings.dataset} normalization ({settings.tokenizer} tokens{copying})",
+            "task": f"{TASKS[settings.dataset]} ({settings.tokenizer} tokens{copying})",
             "test_examples": len(test_targets),
             "exact_match_greedy": exact_match(greedy, test_targets),
             f"exact_match_beam{settings.beam_width}": exact_match(beam, test_targets),

@@ -109,9 +109,10 @@ class SequenceLevelTraining:
     sequence_objective: str | None = None
     sequence_level_active = False
 
-    @property
     def sequence_model(self) -> Any:
-        """The `Seq2Seq` that samples and scores (the model itself, or the one it holds)."""
+        """The `Seq2Seq` that samples and scores (the model itself, or the one
+        it holds). A method: as a property, Keras' saving would walk it round
+        in a cycle."""
         return self
 
     def fine_tune(
@@ -133,7 +134,7 @@ class SequenceLevelTraining:
         (source, _), target_out = data
         with tf.GradientTape() as tape:
             loss = sequence_loss(
-                self.sequence_model,
+                self.sequence_model(),
                 source,
                 target_out,
                 self.sequence_objective,

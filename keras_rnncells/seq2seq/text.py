@@ -82,7 +82,6 @@ class TextSeq2Seq(SequenceLevelTraining, keras.Model):
         )
         return cls(source_tokenizer, target_tokenizer, seq2seq)
 
-    @property
     def sequence_model(self) -> Seq2Seq:
         return self.seq2seq
 
