@@ -157,6 +157,7 @@ def test_saved_models_with_pieces_serve_as_stock_tf_serving(tmp_path, serve_like
                 np.testing.assert_allclose(found[name], value, atol=1e-5, err_msg=name)
 
 
+@pytest.mark.slow  # a fresh training run
 def test_the_date_normalizer_trains_on_pieces_from_the_command_line(tmp_path):
     # As a user runs it: a fresh directory, a relative --out.
     command = [sys.executable, "-m", "keras_rnncells.cli", "train", "seq2seq"]
