@@ -5,9 +5,11 @@ way: copying from the source, and sequence-level fine-tuning.
   Nov 21, 2026" -> "Okonkwo 2026-11-21"; `keras_rnncells.data.dates.meeting_splits`),
   ``rnncells train seq2seq --dataset meetings`` with the app's defaults (GRU
   128, bidirectional encoder, "general" attention, 20,000 notes, 5 epochs),
-  without and with ``--copy``. Exact match on 2,000 notes whose 500 names never
-  occur in training (greedy, beam 4) and, greedy, on 2,000 notes of training
-  names dated 2100-2199 (training dates end in 2099).
+  on characters and on SentencePiece BPE pieces (``--tokenizer bpe``, at most
+  1,000 per side), each without and with ``--copy``. Exact match on 2,000
+  notes whose 500 names never occur in training (greedy, beam 4) and,
+  greedy, on 2,000 notes of training names dated 2100-2199 (training dates
+  end in 2099).
 * ``sequence_level``: the dates task made harder (1,000 training dates, and
   typos in 15% of the letters of every source, held-out ones too), 8 epochs
   of teacher forcing, then 2 more of teacher forcing, of REINFORCE with a
@@ -40,9 +42,11 @@ from keras_rnncells.apps.seq2seq import DateSettings, train_date_normalizer
 
 HARDER = {"train_size": 1000, "typos": 0.15, "epochs": 8}
 EXPERIMENTS = {
-    "copying": (
-        ("char-no-copy", {"dataset": "meetings"}),
-        ("char-copy", {"dataset": "meetings", "copy": True}),
+    "copying": tuple(
+        (f"{tokenizer}-{'copy' if copy else 'no-copy'}", {"dataset": "meetings", **options})
+        for tokenizer in ("char", "bpe")
+        for copy in (False, True)
+        for options in [{"tokenizer": tokenizer, **({"copy": True} if copy else {})}]
     ),
     "sequence_level": (
         ("teacher-forcing", {**HARDER, "epochs": 10}),
