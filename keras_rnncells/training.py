@@ -36,9 +36,8 @@ import json
 import math
 import os
 import shutil
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,47 +45,13 @@ import keras
 import numpy as np
 
 from keras_rnncells.data.pipeline import set_shuffle_epoch
+from keras_rnncells.files import write_atomically, write_json
 from keras_rnncells.locks import run_lock
 
 BACKUP = "backup"  # the directory of a run's backup, deleted when the run ends
 STATE = "state.npz"  # in it: the state of the last epoch's end (`ResumableRun`)
 SETTINGS_RECORD = "settings.json"  # and the settings of the run (`run_directory`)
 BEST = "best.npz"  # and, when stopping early, the best epoch's state (`ResumableRun`)
-
-
-def write_atomically(path: str | os.PathLike, write: Callable[[str], None]) -> None:
-    """``write(temporary_path)``, then rename the temporary file onto ``path``
-    (same directory), so readers see the old file or the new one, never half."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(
-        prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent
-    )
-    os.close(handle)
-    try:
-        write(temporary)
-        with open(temporary, "rb") as written:
-            os.fsync(written.fileno())  # on disk before the rename makes it visible
-        os.chmod(temporary, 0o666 & ~current_umask())  # mkstemp made it private
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def current_umask() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return umask
-
-
-def write_json(path: str | os.PathLike, data: Any) -> None:
-    """``data`` as indented JSON, written atomically."""
-
-    def write(temporary: str) -> None:
-        Path(temporary).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-
-    write_atomically(path, write)
 
 
 def save_model(model: keras.Model, path: str | os.PathLike) -> None:

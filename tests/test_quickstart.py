@@ -16,7 +16,7 @@ import pytest
 
 from keras_rnncells.cli import main
 from keras_rnncells.export import verify_manifest
-from keras_rnncells.training import current_umask
+from keras_rnncells.files import current_umask
 
 pytestmark = pytest.mark.slow  # run by `pytest -m slow` (.ci/run), not by default
 

@@ -20,7 +20,8 @@ import keras_rnncells
 from keras_rnncells.apps.runs import export_run
 from keras_rnncells.cli import main
 from keras_rnncells.export import verify_manifest
-from keras_rnncells.training import save_model, write_atomically, write_csv, write_json
+from keras_rnncells.files import write_atomically, write_json
+from keras_rnncells.training import save_model, write_csv
 
 PACKAGE = Path(keras_rnncells.__file__).parent
 ROOT = PACKAGE.parent

@@ -35,8 +35,8 @@ from keras_rnncells.analysis.unit_report import write_unit_views
 from keras_rnncells.apps.runs import read_model
 from keras_rnncells.apps.sentiment import SentimentClassifier, sentiment_splits
 from keras_rnncells.data.dates import date_splits
+from keras_rnncells.files import write_atomically
 from keras_rnncells.seq2seq import TextSeq2Seq
-from keras_rnncells.training import write_atomically
 
 INSPECT_DIR = "inspect"
 SHOWN = 10  # test texts shown one by one when no --text is given

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from keras_rnncells.checks import check_positive_int
-from keras_rnncells.training import write_atomically
+from keras_rnncells.files import write_atomically
 
 __all__ = ["PLOT_MISSING", "omission_html", "omission_png"]
 

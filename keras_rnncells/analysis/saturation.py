@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_rnncells.checks import check_float
-from keras_rnncells.training import write_atomically
+from keras_rnncells.files import write_atomically
 
 __all__ = ["GateFractions", "SaturationTally", "saturation_fractions", "saturation_png"]
 

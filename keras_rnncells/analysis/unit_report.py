@@ -35,7 +35,7 @@ from keras_rnncells.analysis.unit_views import (
     scale_of,
     text_png,
 )
-from keras_rnncells.training import write_atomically
+from keras_rnncells.files import write_atomically
 
 __all__ = ["write_unit_views"]
 

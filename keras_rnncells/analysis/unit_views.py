@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_rnncells.analysis.render import html_page, token_ticks, visible
-from keras_rnncells.training import write_atomically
+from keras_rnncells.files import write_atomically
 
 __all__ = [
     "ColorScale",

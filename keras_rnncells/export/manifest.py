@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from keras_rnncells.training import write_atomically, write_json
+from keras_rnncells.files import write_atomically, write_json
 
 MANIFEST = "manifest.json"
 SIGNATURE = MANIFEST + ".hmac"

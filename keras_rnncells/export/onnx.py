@@ -37,7 +37,7 @@ from keras_rnncells.export.manifest import write_manifest
 from keras_rnncells.export.onnx_convert import MIN_OPSET, convert, value_specs
 from keras_rnncells.export.onnx_text import STRING_MODEL_FILE, write_string_model
 from keras_rnncells.export.servable import Servable, as_servable
-from keras_rnncells.training import write_atomically
+from keras_rnncells.files import write_atomically
 
 TOLERANCE = 1e-4  # float outputs, onnxruntime vs TensorFlow
 MODEL_FILE = "model.onnx"

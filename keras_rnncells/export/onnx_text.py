@@ -37,9 +37,9 @@ from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.onnx_convert import value_specs
 from keras_rnncells.export.onnx_text_graph import front_end, scheme, string_model
 from keras_rnncells.export.servable import StringFrontEnd
+from keras_rnncells.files import write_atomically
 from keras_rnncells.text.sentence_piece import WORD_BOUNDARY
 from keras_rnncells.text.vocabulary import END_ID
-from keras_rnncells.training import write_atomically
 
 REQUIRES = "onnxruntime-extensions"
 NOTE = (

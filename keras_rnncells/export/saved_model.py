@@ -54,9 +54,9 @@ from keras_rnncells.export.check import SIGNATURE, load_and_run
 from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.manifest import tensor_spec, write_manifest
 from keras_rnncells.export.servable import Servable, as_servable
+from keras_rnncells.files import current_umask
 from keras_rnncells.layers.rnn import portable
 from keras_rnncells.locks import Claim, describe_holder
-from keras_rnncells.training import current_umask
 
 VOCABULARY_DIRECTORY = "assets.extra"
 TOLERANCE = 1e-5  # float outputs, reloaded SavedModel vs the exporting process

@@ -23,10 +23,10 @@ import keras
 import tensorflow as tf
 
 from keras_rnncells.checks import check_bool, check_integer
+from keras_rnncells.files import write_atomically
 from keras_rnncells.text._tf_text import EXTRA, tensorflow_text
 from keras_rnncells.text.tokenizers import Tokenizer, string_vector
 from keras_rnncells.text.vocabulary import SPECIAL_TOKENS, Texts, string_batches
-from keras_rnncells.training import write_atomically
 
 MODEL_TYPES = ("bpe", "unigram")
 # SentencePiece's word-boundary mark, which begins each word's first piece.

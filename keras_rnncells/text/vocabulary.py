@@ -19,13 +19,14 @@ with ``"\\n"`` (so a token cannot contain ``"\\n"``); line ``i`` holds id ``i - 
 from __future__ import annotations
 
 import os
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import tensorflow as tf
 
 from keras_rnncells.checks import check_integer
+from keras_rnncells.files import write_atomically
 from keras_rnncells.text._tf_text import tensorflow_text
 
 PAD, UNK, START, END = "[PAD]", "[UNK]", "[START]", "[END]"
@@ -78,17 +79,8 @@ def write_vocabulary(vocabulary: list[str], path: str | os.PathLike) -> None:
             "A vocabulary file holds one token per line: argument `vocabulary` must not hold "
             f"tokens with a line break, received {multiline}"
         )
-    path = os.fspath(path)
-    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
-    try:
-        with open(temporary, "x", encoding="utf-8", newline="") as file:
-            file.write("".join(f"{token}\n" for token in vocabulary))
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    text = "".join(f"{token}\n" for token in vocabulary)
+    write_atomically(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
 
 
 def read_vocabulary(path: str | os.PathLike) -> list[str]:
