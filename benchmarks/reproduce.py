@@ -481,12 +481,14 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "reported: seconds per epoch and the test perplexity under the full softmax (the "
         "class-factored model: its own normalized one), after the same budget",
         None,
-        epochs=6,
+        epochs=3,
+        limit=200_000,
         notes=(
-            "One GRU layer of 200 on the full training stream, six epochs each, one seed; 64 "
-            "noise words per batch for sampled softmax and NCE; ⌈√V⌉ = 101 classes of 100 "
-            "words by frequency rank. `test.mean_abs_log_z` in each run's `results.json` is the "
-            "mean |log Z| of its logits over the test targets (0 for normalized scores).",
+            "One GRU layer of 200 on the first 200,000 training tokens (as the other "
+            "three-epoch PTB experiments; validation and test whole), three epochs each, one "
+            "seed; 64 noise words per batch for sampled softmax and NCE; ⌈√V⌉ = 101 classes of "
+            "100 words by frequency rank. `test.mean_abs_log_z` in each run's `results.json` "
+            "is the mean |log Z| of its logits over the test targets (0 for normalized scores).",
         ),
     ),
     Experiment(
@@ -927,7 +929,7 @@ def training_notes(experiment: Experiment, results: dict[str, dict], out: Path) 
     lines = [f"keras_rnncells version of the runs: {', '.join(versions)}."] if results else []
     if experiment.patience is not None and results:
         stopped = "; ".join(
-            f"{name} trained {len(r['seconds_per_epoch'])} epochs, best (kept) {r['best_epoch']}"
+            f"{name} trained {epochs(len(r['seconds_per_epoch']))}, best (kept) {r['best_epoch']}"
             for name, r in results.items()
             if "best_epoch" in r
         )
@@ -938,7 +940,7 @@ def training_notes(experiment: Experiment, results: dict[str, dict], out: Path) 
         )
     sessions = "; ".join(
         f"{name} {len(r['sessions'])} ("
-        + ", ".join(f"{s['epochs']} epochs in {s['seconds'] / 60:.0f} min" for s in r["sessions"])
+        + ", ".join(f"{epochs(s['epochs'])} in {s['seconds'] / 60:.0f} min" for s in r["sessions"])
         + ")"
         for name, r in results.items()
         if len(r.get("sessions", ())) > 1
@@ -955,7 +957,7 @@ def training_notes(experiment: Experiment, results: dict[str, dict], out: Path) 
         metric, seconds, values = validation_curve(run_dir)
         if values:
             lines.append(
-                f"Still running: {run.name}, {len(values)} epochs in {seconds[-1] / 60:.0f} min, "
+                f"Still running: {run.name}, {epochs(len(values))} in {seconds[-1] / 60:.0f} min, "
                 f"validation {metric} {values[-1]:.2f} after the last."
             )
     return lines
@@ -988,12 +990,22 @@ def seed_summary(experiment: Experiment, results: dict[str, dict]) -> list[str]:
     return lines
 
 
+def epochs(count: int) -> str:
+    return f"{count} epoch{'' if count == 1 else 's'}"
+
+
 def experiment_section(experiment: Experiment, results: dict[str, dict], out: Path) -> list[str]:
     lines = [f"## {experiment.title}", ""]
     lines += [f"- Paper: {experiment.paper}.", f"- Target: {experiment.target}."]
-    if len(results) < len(experiment.runs):
-        missing = [run.name for run in experiment.runs if run.name not in results]
-        lines += [f"- **Not run yet:** {', '.join(missing)}.", ""]
+    runs_dir = out / "runs" / experiment.key
+    unfinished = [run.name for run in experiment.runs if run.name not in results]
+    started = [name for name in unfinished if (runs_dir / name / "backup").is_dir()]
+    waiting = [name for name in unfinished if name not in started]
+    if unfinished:
+        words = [f"**Not run yet:** {', '.join(waiting)}"] if waiting else []
+        if started:
+            words.append(f"**{'still' if words else 'Still'} training:** {', '.join(started)}")
+        lines += [f"- {'; '.join(words)}.", ""]
     else:
         if experiment.met is None:
             lines += ["- No threshold: the numbers are reported.", ""]

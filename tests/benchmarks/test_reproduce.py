@@ -76,7 +76,7 @@ def test_report_draws_validation_against_time_and_lists_runs_still_training(repr
         "epoch,seconds,val_accuracy,val_loss\n0,60.0,0.5,0.7\n1,60.0,0.625,0.6\n"
     )
     report = reproduce.write_report(tmp_path, experiments=(logic,)).read_text()
-    assert "- **Not run yet:** mgu-2." in report
+    assert "- **Still training:** mgu-2." in report
     assert (
         "Still running: mgu-2, 2 epochs in 2 min, validation accuracy 62.50 after the last."
         in report
@@ -84,7 +84,7 @@ def test_report_draws_validation_against_time_and_lists_runs_still_training(repr
     assert (
         "Early stopping: at most 3 epochs, ending after 2 without a lower validation loss" in report
     )
-    assert "gru-2 trained 1 epochs, best (kept) 1." in report
+    assert "gru-2 trained 1 epoch, best (kept) 1." in report
     pytest.importorskip("matplotlib", reason="the figure needs the [plot] extra")
     assert "![validation against wall time](logic/validation.png)" in report
     assert (tmp_path / "logic" / "validation.png").read_bytes().startswith(b"\x89PNG")
