@@ -109,6 +109,16 @@ def test_sampled_losses_against_numpy(method, batch):
     np.testing.assert_allclose(losses, expected, rtol=1e-10)
 
 
+def test_nce_starts_self_normalized():
+    # Biases at -log V: Z = 1 where the kernel gives nothing (h = 0), every
+    # word at 1/V, rather than Z = V for the words NCE never samples.
+    layer = VocabularySoftmax(500, method="nce", num_sampled=8)
+    logits = layer(np.zeros((3, 16), "float32"))
+    np.testing.assert_allclose(tf.reduce_logsumexp(logits, -1), 0.0, atol=1e-5)
+    full = VocabularySoftmax(500)
+    np.testing.assert_array_equal(full(np.zeros((1, 16), "float32")), 0.0)
+
+
 def test_the_class_factored_model_is_normalized_and_its_loss_exact(batch):
     hidden, targets = batch
     layer = built("class", classes=5)  # bins of 5 ids; the last holds ids 20-22 only

@@ -1,5 +1,6 @@
 """Greedy and beam search on a known distribution, and on a real Seq2Seq."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -88,6 +89,7 @@ def test_unfinished_rows_stop_at_max_length():
 
 @pytest.fixture(scope="module")
 def model():
+    keras.utils.set_random_seed(0)  # the same model whichever tests ran before in the worker
     return Seq2Seq(
         9,
         11,
@@ -115,6 +117,8 @@ def test_beam_width_one_is_greedy(model, source):
     np.testing.assert_array_equal(greedy.tokens, beam.tokens)
     via_beam_search = model.generate(source, beam_width=2)  # a different search altogether
     assert via_beam_search.tokens.shape == (5, 2, 6)
+    # Not a theorem (beam search can prune the greedy prefix and end worse), but
+    # true of this seeded model: it failed for one unseeded draw in the full suite.
     assert np.all(via_beam_search.scores[:, 0] >= greedy.scores - 1e-5)
 
 
