@@ -31,10 +31,12 @@ from keras_rnncells.text.vocabulary import SPECIAL_TOKENS, Texts, string_batches
 MODEL_TYPES = ("bpe", "unigram")
 # SentencePiece's word-boundary mark, which begins each word's first piece.
 WORD_BOUNDARY = "\u2581"
-# The special tokens as SentencePiece's own pieces (pad, unk, bos, eos), ids 0-3.
-SPECIAL_PIECES = dict(
-    zip(("pad", "unk", "bos", "eos"), zip(range(len(SPECIAL_TOKENS)), SPECIAL_TOKENS))
-)
+# The trainer's options that make our special tokens its pad, unk, bos and eos pieces, ids 0-3.
+SPECIAL_OPTIONS = {
+    option: value
+    for index, (kind, token) in enumerate(zip(("pad", "unk", "bos", "eos"), SPECIAL_TOKENS))
+    for option, value in ((f"{kind}_id", index), (f"{kind}_piece", token))
+}
 
 
 def learn_sentence_piece_model(
@@ -58,12 +60,12 @@ def learn_sentence_piece_model(
             f"Learning a SentencePiece model needs sentencepiece: pip install '{EXTRA}'",
             name="sentencepiece",
         ) from None
-    special = {}
-    for kind, (index, piece) in SPECIAL_PIECES.items():
-        special[f"{kind}_id"], special[f"{kind}_piece"] = index, piece
+    sentences = list(_nonempty_texts(texts))
+    if not sentences:
+        raise ValueError("Argument `texts` must hold a non-empty text to learn pieces from")
     model = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=_nonempty_texts(texts),
+        sentence_iterator=iter(sentences),
         model_writer=model,
         vocab_size=vocab_size,
         model_type=model_type,
@@ -72,7 +74,7 @@ def learn_sentence_piece_model(
         character_coverage=1.0,  # every character of the corpus is a piece
         num_threads=1,  # the same model on every machine
         minloglevel=2,
-        **special,
+        **SPECIAL_OPTIONS,
     )
     return model.getvalue()
 

@@ -226,6 +226,7 @@ def default_ids_model() -> bytes:
             r"received 'no/such.model' \(No such file or directory\)$",
         ),
         (lambda: learn_sentence_piece_model(["a b"], 4), r"^Argument `vocab_size`"),
+        (lambda: learn_sentence_piece_model(["", ""], 50), r"^Argument `texts` must hold a"),
         (
             lambda: learn_sentence_piece_model(["a b"], 50, "word"),
             r"^Argument `model_type` must be one of \('bpe', 'unigram'\), received: 'word'$",
@@ -242,6 +243,7 @@ def default_ids_model() -> bytes:
         "other-special-ids",
         "missing-file",
         "tiny-vocabulary",
+        "no-text",
         "model-type",
         "kind",
     ],
