@@ -85,6 +85,7 @@ def symbols_task(rng, count, alphabet):
     return source, np.where(target_in == END, 0, target_in), target_out
 
 
+@pytest.mark.slow  # two training runs
 def test_it_copies_symbols_that_no_training_target_held():
     # Source and target share ids 4..23; training uses only 4..15, the test
     # 16..23, whose embeddings stay untrained. The vocabulary alone never

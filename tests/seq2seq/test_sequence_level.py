@@ -82,6 +82,7 @@ def mean_similarity(model, source, target_out):
     return float(tf.reduce_mean(similarity(tokens, tf.constant(target_out))))
 
 
+@pytest.mark.slow  # two training runs
 @pytest.mark.parametrize("objective", ["reinforce", "mrt"])
 def test_fine_tuning_switches_at_its_epoch_and_raises_the_held_out_reward(objective):
     keras.utils.set_random_seed(0)
