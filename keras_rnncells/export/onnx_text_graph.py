@@ -234,11 +234,18 @@ def front_end(tokenizer: Any, replacements: tuple[tuple[str, str], ...] = ()) ->
         )
     if steps.split is None:
         sentence_pieces(graph, text, tokenizer.model)
-        return graph.model(
-            "string_front_end",
-            {"text": (TensorProto.STRING, 1)},
-            dict.fromkeys(steps.outputs, (TensorProto.INT64, 1)),
-        )
+    else:
+        split_and_look_up(graph, text, tokenizer, steps)
+    return graph.model(
+        "string_front_end",
+        {"text": (TensorProto.STRING, 1)},
+        dict.fromkeys(steps.outputs, (TensorProto.INT64, 1)),
+    )
+
+
+def split_and_look_up(graph: Graph, text: str, tokenizer: Any, steps: Scheme) -> None:
+    """The `Scheme`'s outputs from ``text`` by RE2 ops: normalized character
+    by character, split, WordPiece's pieces found, looked up."""
     if steps.normalize is not None:
         text = normalize_characters(graph, text, character_table(steps.normalize))
     delimiters, kept = steps.split
@@ -264,11 +271,6 @@ def front_end(tokenizer: Any, replacements: tuple[tuple[str, str], ...] = ()) ->
         graph.lookup("pieces", "piece_ids", vocabulary)
     else:
         graph.lookup("split_tokens", "token_ids", vocabulary)
-    return graph.model(
-        "string_front_end",
-        {"text": (TensorProto.STRING, 1)},
-        dict.fromkeys(steps.outputs, (TensorProto.INT64, 1)),
-    )
 
 
 def sentence_pieces(graph: Graph, text: str, model: bytes) -> None:
