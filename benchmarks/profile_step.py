@@ -64,11 +64,12 @@ PARTS = (
 )
 LOOP_CONTROL = {"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond", "Identity"}
 # Events that contain other events, or the framework's bookkeeping (left in
-# "executor overhead"): not counted.
+# "executor overhead"): not counted. C++-scoped names ("SlinkyThreadPool::Await",
+# a thread waiting on XLA's pool) are never ops: an op is "scope/name:OpType".
 CONTAINERS = re.compile(
     r"Execute|Process|BlockUntilReady|KernelAndDevice|FunctionRun|ParallelFor|^train_step$"
     r"|^while(\.\d+)?$|^TFE_|^Eager|^\$|^python|Memory(De)?[Aa]llocation|DoneCallback"
-    r"|ValidateInput"
+    r"|ValidateInput|::"
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -205,9 +206,18 @@ class MuFuRUCell(GatedCell):
             logits = ops.matmul(ops.tanh(logits), self.operation_kernel)
             if self.operation_bias is not None:
                 logits = logits + self.operation_bias
-        p = ops.softmax(ops.reshape(logits, (-1, len(self.operations), units)), axis=1)
-        results = ops.stack([fn(s, v) for fn in self.operation_fns], axis=1)
-        return ops.sum(p * results, axis=1), p
+        logits = ops.reshape(logits, (-1, len(self.operations), units))
+        # The softmax over axis 1, written out: TensorFlow's softmax on a
+        # middle axis transposes twice. The shift gets no gradient (the
+        # softmax does not depend on it).
+        e = ops.exp(logits - ops.stop_gradient(ops.max(logits, axis=1, keepdims=True)))
+        p = e / ops.sum(e, axis=1, keepdims=True)
+        # The mixture as a sum of (batch, units) products: summing a stack of
+        # the operations' results over its middle axis was the step's slowest
+        # kernel under XLA.
+        weights = ops.unstack(p, axis=1)
+        terms = [w * fn(s, v) for w, fn in zip(weights, self.operation_fns)]
+        return functools.reduce(ops.add, terms), p
 
     def operation_weights(
         self,
