@@ -100,6 +100,23 @@ def affine_blocks(inputs: Tensor, kernels: Sequence, biases: Sequence) -> tuple:
     return tuple(blocks)
 
 
+def project_blocks(inputs: Tensor, kernel: Tensor, bias: Tensor | None, splits) -> tuple:
+    """``inputs @ kernel + bias`` split into column blocks at ``splits`` (a
+    count of equal blocks, or the columns to split at, as ``ops.split``). A single
+    step (Keras' loop, ONNX's ``Loop``) takes one matmul and a split of its
+    small product: fewer ops per step. A sequence takes one matmul per block
+    (`affine_blocks`): splitting one product would copy the whole projected
+    sequence, and its gradient would concatenate it again."""
+    if len(inputs.shape) == 2:
+        projected = ops.matmul(inputs, kernel)
+        if bias is not None:
+            projected = projected + bias
+        return (projected,) if splits == 1 else tuple(ops.split(projected, splits, axis=-1))
+    kernels = ops.split(kernel, splits, axis=-1)
+    biases = [None] * len(kernels) if bias is None else ops.split(bias, splits)
+    return affine_blocks(inputs, kernels, biases)
+
+
 def layer_normalize(x: Tensor, gain: Tensor, bias: Tensor) -> Tensor:
     """Layer normalization over the last axis (Ba, Kiros & Hinton 2016):
     ``gain * (x - mean) / sqrt(var + 1e-3) + bias``."""
@@ -817,25 +834,20 @@ class DenseGatesCell(AbstractRNNCell):
         return self.standard_form_conflicts() + super().onnx_conflicts()
 
     def project_inputs(self, inputs: Tensor) -> tuple:
-        """One ``W x + b`` per block. A sequence (the fused path's time-major
-        projection) takes one matmul per block over its columns of the kernel:
-        splitting one product would copy the whole projected sequence, and its
-        gradient would concatenate it again (2 ms of an LSTM training step at
-        batch 32, 100 steps, 128 units; benchmarks/README.md). A single step
-        (Keras' loop, ONNX's Loop) takes one matmul and a split of its small
-        product: fewer ops per step (the per-block form ran an MGU's ONNX Loop
-        2.4x slower at batch 64). ``layer_norm`` normalizes all blocks together:
-        one product. With ``batch_norm`` the blocks are ``W x`` alone: ``step``
-        normalizes them with its step's statistics, then adds the bias."""
+        """One ``W x + b`` per block, by `project_blocks`: a sequence takes one
+        matmul per block (one split product cost 2 ms of an LSTM training step
+        at batch 32, 100 steps, 128 units; benchmarks/README.md), a single step
+        one matmul (the per-block form ran an MGU's ONNX Loop 2.4x slower at
+        batch 64). ``layer_norm`` normalizes all blocks together: one product.
+        With ``batch_norm`` the blocks are ``W x`` alone: ``step`` normalizes
+        them with its step's statistics, then adds the bias."""
         count = len(self.blocks)
-        if self.layer_norm or self.batch_norm or len(inputs.shape) == 2:
-            projected = self.input_matmul(inputs)
-            if self.input_bias is not None and not self.batch_norm:
-                projected = projected + self.input_bias
-            return tuple(ops.split(projected, count, axis=-1)) if count > 1 else (projected,)
-        kernels = ops.split(self.kernel, count, axis=-1)
-        biases = [None] * count if self.input_bias is None else ops.split(self.input_bias, count)
-        return affine_blocks(inputs, kernels, biases)
+        if not (self.layer_norm or self.batch_norm):
+            return project_blocks(inputs, self.kernel, self.input_bias, count)
+        projected = self.input_matmul(inputs)
+        if self.input_bias is not None and not self.batch_norm:
+            projected = projected + self.input_bias
+        return tuple(ops.split(projected, count, axis=-1)) if count > 1 else (projected,)
 
     def combine(self, projected: Tensor, recurrent: Tensor) -> Tensor:
         """A gate's pre-activation from its projected input block and its

@@ -8,7 +8,7 @@ from typing import Any
 
 from keras import ops
 
-from keras_rnncells.cells.base import GatedCell, Tensor, as_state_list
+from keras_rnncells.cells.base import GatedCell, Tensor, as_state_list, project_blocks
 from keras_rnncells.cells.registry import register_cell
 from keras_rnncells.checks import check_positive_int
 
@@ -182,10 +182,7 @@ class MuFuRUCell(GatedCell):
     def project_inputs(self, inputs: Tensor) -> tuple:
         """``(x_r, x_v, x_s)``: the input parts of r, v and the selector (the
         ``p`` blocks, or ``c`` with a controller)."""
-        projected = ops.matmul(inputs, self.kernel)
-        if self.bias is not None:
-            projected = projected + self.bias
-        return tuple(ops.split(projected, [self.units, 2 * self.units], axis=-1))
+        return project_blocks(inputs, self.kernel, self.bias, [self.units, 2 * self.units])
 
     def step(self, projected, states, training=False):
         h, _ = self.advance(projected, states[0], training)
