@@ -214,6 +214,13 @@ def cell_name(text: str) -> str:
     return text
 
 
+def cell_names(text: str) -> str:
+    """One registered cell's name, or a comma list of them (one per layer)."""
+    for name in text.split(","):
+        cell_name(name)
+    return text
+
+
 def cell_or_tree_model(text: str) -> str:
     """A registered cell's name, or a tree model of `TREE_MODELS` (``rnncells compare``)."""
     return text if text in TREE_MODELS else cell_name(text)
@@ -233,7 +240,12 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         choices=sorted(TRAINABLE),
         help="; ".join(f"{name}: {help}" for name, (_, help) in sorted(TRAINABLE.items())),
     )
-    parser.add_argument("--cell", type=cell_name, help="registered cell name (rnncells cells)")
+    parser.add_argument(
+        "--cell",
+        type=cell_names,
+        help="registered cell name (rnncells cells); data tasks with --layers N may name one "
+        "per layer, bottom first (--cell gru,mgu --layers 2)",
+    )
     parser.add_argument(
         "--model",
         choices=MODELS,

@@ -101,12 +101,40 @@ def task_defaults(task: str) -> TaskDefaults:
     return TASK_DEFAULTS[task]
 
 
+def check_cells(cell: str, layers: int, model: str) -> list[str]:
+    """`layer_cells`, with one cell for every layer where ``model`` is not a
+    plain stack ("rnn"): the other connections repeat one cell."""
+    cells = layer_cells(cell, layers)
+    if model != "rnn" and len(set(cells)) > 1:
+        raise ValueError(
+            f"Argument `cell` may name one cell per layer for model 'rnn' (a plain stack); "
+            f"model {model!r} repeats one cell, received: {cell!r}"
+        )
+    return cells
+
+
+def layer_cells(cell: str, layers: int) -> list[str]:
+    """The registered cell of each of ``layers`` stacked layers, bottom first:
+    ``cell`` names one for every layer ("gru") or one per layer ("gru,mgu":
+    the MGU paper's GRU layer under an MGU layer); a ValueError otherwise."""
+    names = cell.split(",") if isinstance(cell, str) else [cell]
+    for name in names:
+        get_cell(name)  # a ValueError naming the registered cells
+    if len(names) not in (1, layers):
+        raise ValueError(
+            f"Argument `cell` must name one cell, or one per layer (bottom first, "
+            f"comma-separated) for {layers} layers, received {cell!r} ({len(names)} cells)"
+        )
+    return names * layers if len(names) == 1 else names
+
+
 def task_settings(task: str, **overrides: Any) -> Settings:
     """The defaults of ``task`` with the ``overrides`` that are not None."""
     given = {key: value for key, value in overrides.items() if value is not None}
     settings = dataclasses.replace(task_defaults(task).settings, **given)
-    get_cell(settings.cell)  # a ValueError naming the registered cells
     check_choice("model", settings.model, MODELS)
+    check_positive_int("layers", settings.layers)
+    check_cells(settings.cell, settings.layers, settings.model)
     if settings.model in TREE_MODELS and "cell" in given:
         raise ValueError(
             f"Argument `cell` applies to model 'rnn'; model {settings.model!r} composes with "
@@ -217,9 +245,9 @@ def build_model(
       token's loss, the exact one outside training
       (`language_model_for_serving` gives its tokens-to-logits model).
     """
-    cell_class = get_cell(cell)
     check_positive_int("layers", layers)
     check_choice("model", model, MODELS)
+    cells = check_cells(cell, layers, model)
     if model in TREE_MODELS and not task.reduce_ids:
         raise ValueError(
             f"Argument `model` {model!r} composes along the trees a task's tokens spell in "
@@ -270,7 +298,7 @@ def build_model(
         x = drop(x) if drop else x
         returns_sequence = per_step or index < layers - 1
         layer = RNN(
-            cell_class(units, **({"batch_norm": True} if batch_norm else {})),
+            get_cell(cells[index])(units, **({"batch_norm": True} if batch_norm else {})),
             return_sequences=returns_sequence,
             name=f"recurrent_{index + 1}",
         )
@@ -279,7 +307,7 @@ def build_model(
         x = layer(x)
         for name, beta in betas.items() if returns_sequence else ():
             x = PENALTIES[name](beta, name=f"{name}_{index + 1}")(x)
-    name = f"{task.name}_{model if model in TREE_MODELS else cell}"
+    name = f"{task.name}_{model if model in TREE_MODELS else '_'.join(dict.fromkeys(cells))}"
     x = drop(x) if drop else x
     if per_step and (softmax != "full" or self_normalization):
         output = VocabularySoftmax(

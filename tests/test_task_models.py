@@ -128,3 +128,40 @@ def test_train_a_stack_of_other_connections(tmp_path, capsys, model, layer_class
     layer = keras.saving.load_model(out / "model.keras").get_layer("recurrent")
     assert type(layer).__name__ == layer_class
     assert results["recurrent_parameters"] == sum(int(np.prod(w.shape)) for w in layer.weights)
+
+
+def test_train_one_cell_per_layer(tmp_path, capsys):
+    """The MGU paper's hybrid: a GRU layer under an MGU layer, bottom first."""
+    out = tmp_path / "hybrid"
+    main(["train", "logic", "--cell", "gru,mgu", "--layers", "2", *TINY, "--out", str(out)])
+    results = read_results(out)
+    assert results["cell"] == "gru,mgu"
+    assert "logic, gru,mgu: test accuracy" in capsys.readouterr().out
+    words = shlex.split(results["command"])
+    assert words[words.index("--cell") + 1] == "gru,mgu"
+    model = keras.saving.load_model(out / "model.keras")
+    cells = [type(model.get_layer(f"recurrent_{i}").cell).__name__ for i in (1, 2)]
+    assert cells == ["GRUCell", "MGUCell"] and model.name == "logic_gru_mgu"
+    # a GRU of 3 units over the m-wide embedding (two biases), then an MGU over its 3 outputs
+    m = model.get_layer("embedding").output_dim
+    gru, mgu = 3 * (m + 3 + 2) * 3, 2 * (3 + 3 + 1) * 3
+    assert results["recurrent_parameters"] == gru + mgu
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--cell", "gru,mgu,lstm", "--layers", "2"], "or one per layer (bottom first"),
+        (["--cell", "gru,mgu"], "for 1 layers, received 'gru,mgu' (2 cells)"),
+        (["--cell", "gru,nope", "--layers", "2"], "unknown cell 'nope'"),
+        (["--cell", "gru,mgu", "--layers", "2", "--model", "dense"], "model 'dense' repeats one"),
+    ],
+    ids=["too-many", "one-layer", "unknown", "dense"],
+)
+def test_what_one_cell_per_layer_refuses_is_one_line(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "adding", *argv, *TINY, "--out", str(tmp_path / "run")])
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], lines
+    assert not (tmp_path / "run").exists()
