@@ -92,7 +92,14 @@ class Seq2Seq(SequenceLevelTraining, keras.Model):
 
     def call(self, inputs, training=None):
         source, target_in = inputs
-        memory, summary, mask = self.encoder(source, training=training)
+        return self.teacher_forced(
+            self.encoder(source, training=training), source, target_in, training
+        )
+
+    def teacher_forced(self, encoded: tuple, source, target_in, training=None):
+        """The decoder's logits for ``target_in`` under teacher forcing, from
+        ``encoded``, the encoder's ``(memory, summary, mask)`` of ``source``."""
+        memory, summary, mask = encoded
         return self.decoder(
             target_in,
             summary=summary,
@@ -118,7 +125,21 @@ class Seq2Seq(SequenceLevelTraining, keras.Model):
         check_search_args(max_length, beam_width, length_penalty)  # before encoding
         if sample and beam_width != 1:
             raise ValueError(f"Argument `sample` needs beam_width=1, received {beam_width}")
-        memory, summary, mask = self.encoder(source, training=False)
+        encoded = self.encoder(source, training=False)
+        return self.search(encoded, source, beam_width, max_length, length_penalty, sample)
+
+    def search(
+        self,
+        encoded: tuple,
+        source,
+        beam_width: int,
+        max_length: int,
+        length_penalty: float,
+        sample: bool,
+    ) -> Decoded:
+        """`generate` from ``encoded``, the encoder's ``(memory, summary,
+        mask)`` of ``source`` (arguments as checked there)."""
+        memory, summary, mask = encoded
         states = self.decoder.initial_state(ops.shape(source)[0], summary)
         return decode(
             self.decoder.log_prob_step,

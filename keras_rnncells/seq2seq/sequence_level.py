@@ -56,15 +56,21 @@ def similarity(tokens: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
     return tf.maximum(0.0, 1.0 - distance / tf.maximum(length, 1.0))
 
 
-def sequence_log_probs(seq2seq: Any, source: tf.Tensor, tokens: tf.Tensor) -> tf.Tensor:
+def sequence_log_probs(
+    seq2seq: Any, source: tf.Tensor, tokens: tf.Tensor, encoded: tuple | None = None
+) -> tf.Tensor:
     """log p(tokens | source) ``(N,)`` under teacher forcing (in training
-    mode), each row up to and including its first ``END_ID``."""
+    mode), each row up to and including its first ``END_ID``; ``encoded``:
+    the encoder's outputs for ``source``, if already computed."""
     tokens = tf.cast(tokens, tf.int32)
     start = tf.fill((tf.shape(tokens)[0], 1), START_ID)
     target_in = tf.concat([start, tokens[:, :-1]], axis=1)
     ended = tf.cumsum(tf.cast(target_in == END_ID, tf.int32), axis=1) > 0
     target_in = tf.where(ended, PAD_ID, target_in)
-    logits = tf.cast(seq2seq((source, target_in), training=True), tf.float32)
+    if encoded is None:
+        encoded = seq2seq.encoder(source, training=True)
+    logits = seq2seq.teacher_forced(encoded, source, target_in, training=True)
+    logits = tf.cast(logits, tf.float32)
     token_log_probs = tf.gather(tf.nn.log_softmax(logits), tokens, batch_dims=2)
     return tf.reduce_sum(tf.where(ended, 0.0, token_log_probs), axis=1)
 
@@ -78,13 +84,20 @@ def sequence_loss(
     sharpness: float = 1.0,
 ) -> tf.Tensor:
     """The objective's loss on a batch (see the module docstring): ``samples``
-    outputs per row of ``source``, rewarded against ``targets``."""
+    outputs per row of ``source``, rewarded against ``targets``. Each source
+    is encoded once, in training mode: its samples are drawn from, and scored
+    against, the same memory repeated."""
     batch = tf.shape(source)[0]
     repeated = tf.repeat(source, samples, axis=0)
-    drawn = seq2seq.generate(repeated, sample=True).tokens
+    encoded = tuple(
+        tf.repeat(part, samples, axis=0) for part in seq2seq.encoder(source, training=True)
+    )
+    length = seq2seq.max_output_length
+    drawn = seq2seq.search(encoded, repeated, 1, length, 0.0, sample=True).tokens
     reward = similarity(drawn, tf.repeat(targets, samples, axis=0))
     reward = tf.stop_gradient(tf.reshape(reward, (batch, samples)))
-    log_probs = tf.reshape(sequence_log_probs(seq2seq, repeated, drawn), (batch, samples))
+    log_probs = sequence_log_probs(seq2seq, repeated, drawn, encoded)
+    log_probs = tf.reshape(log_probs, (batch, samples))
     return objective_loss(objective, reward, log_probs, sharpness)
 
 
@@ -131,7 +144,12 @@ class SequenceLevelTraining:
     def train_step(self, data):
         if not self.sequence_level_active:
             return super().train_step(data)
-        (source, _), target_out = data
+        (source, _), target_out, weights = keras.utils.unpack_x_y_sample_weight(data)
+        if weights is not None:
+            raise ValueError(
+                "Argument `sample_weight`: sequence-level fine-tuning weighs samples by their "
+                "reward and takes no sample weights; pass none"
+            )
         with tf.GradientTape() as tape:
             loss = sequence_loss(
                 self.sequence_model(),

@@ -147,3 +147,25 @@ def test_bad_arguments_are_refused(build, message):
     model = Seq2Seq(9, 9, units=4, embedding_dim=4)
     with pytest.raises(ValueError, match=message):
         build(model)
+
+
+def test_a_fine_tuning_step_takes_keras_batches_and_refuses_sample_weights():
+    """`train_on_batch` hands the step (x, y, sample_weight): a step is taken,
+    and a sample weight is refused in one line, not silently dropped."""
+    keras.utils.set_random_seed(0)
+    model = Seq2Seq(6, 6, units=6, embedding_dim=4, max_output_length=6)
+    model.compile(
+        keras.optimizers.Adam(1e-2),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+    )
+    model.fine_tune("mrt", samples=16)  # two tokens, targets of four: the rewards differ
+    model.sequence_level_active = True
+    source = np.array([[4, 5, 4], [5, 5, 0]], "int32")
+    target_in = np.array([[START, 4, 5, 4, 5], [START, 5, 5, 4, 4]], "int32")
+    target_out = np.array([[4, 5, 4, 5, END], [5, 5, 4, 4, END]], "int32")
+    before = [w.numpy() for w in model.trainable_weights]
+    loss = model.train_on_batch((source, target_in), target_out)
+    assert np.isfinite(loss)
+    assert any(not np.allclose(a, b.numpy()) for a, b in zip(before, model.trainable_weights))
+    with pytest.raises(ValueError, match=r"^Argument `sample_weight`: sequence-level"):
+        model.train_on_batch((source, target_in), target_out, sample_weight=np.ones(2))
