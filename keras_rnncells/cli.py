@@ -396,6 +396,14 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         "logits come out about normalized (Devlin et al. 2014; default 0)",
     )
     parser.add_argument(
+        "--stateful",
+        action="store_true",
+        default=None,
+        help="language models: each recurrent layer carries every stream row's state from "
+        "one batch to the next (truncated backpropagation through time, as Zaremba et al. "
+        "2014); the streams start again every epoch and for each evaluation",
+    )
+    parser.add_argument(
         "--batch-norm",
         action="store_true",
         default=None,
@@ -449,7 +457,9 @@ FLAG_READERS = {
     "shape": ("logic",),
     **{name: ("tasks",) for name in ("batch_norm", "optimizer", "learning_rate", "patience")},
     "max_length": ("imdb", "sst2", "sst1"),
-    **dict.fromkeys(("softmax", "sampler", "num_sampled", "self_normalization"), LANGUAGE_MODELS),
+    **dict.fromkeys(
+        ("softmax", "sampler", "num_sampled", "self_normalization", "stateful"), LANGUAGE_MODELS
+    ),
     "word_dropout": ("tasks", "sentiment"),
     **{name: ("sentiment",) for name in ("pretrain", "pretrain_epochs")},
     **dict.fromkeys(("dataset", "tokenizer"), ("sentiment", "seq2seq")),
@@ -537,6 +547,7 @@ SETTING_FLAGS = {
             "sampler",
             "num_sampled",
             "self_normalization",
+            "stateful",
             "tokenizer",
             "copy",
             "typos",

@@ -101,6 +101,9 @@ class Settings:
     sampler: str = "log_uniform"
     num_sampled: int = 64
     self_normalization: float = 0.0
+    # language models: every recurrent layer carries each stream row's state
+    # from one window to the next (truncated backpropagation through time)
+    stateful: bool = False
 
 
 # The optimizers a task run may name (Keras' names).
@@ -176,7 +179,7 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
         Settings(units=200, layers=2, embedding_dim=200, epochs=13, batch_size=20, clipnorm=5.0),
         "Zaremba et al. (2014) small model: 2 layers of 200, embedding 200, batch 20, 35 "
         "steps, 13 epochs, clipnorm 5; Adam at 1e-3 in place of their SGD schedule, and "
-        "stateless windows (no state carried across batches)",
+        "stateless windows (no state carried across batches) unless --stateful",
         "Penn Treebank word-level language model (test perplexity)",
     ),
     "imdb_lm": TaskDefaults(

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import importlib.metadata
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,7 @@ FLAG_SETTINGS = (
     *("model", "shape", "layers", "limit", "max_length", "word_dropout"),
     *("norm_stabilizer", "temporal_coherence", "batch_norm"),
     *("optimizer", "learning_rate", "patience"),
-    *("softmax", "sampler", "num_sampled", "self_normalization"),
+    *("softmax", "sampler", "num_sampled", "self_normalization", "stateful"),
 )
 # The settings of a language model's output layer (`keras_rnncells.softmax`),
 # with their defaults, the values that are no setting at all for other tasks.
@@ -79,6 +80,9 @@ SOFTMAX_ONLY = {
     name: getattr(Settings(), name)
     for name in ("softmax", "sampler", "num_sampled", "self_normalization")
 }
+# The settings of language-model tasks alone: the output layer's, and
+# carrying states across the windows of the stream layout.
+LANGUAGE_MODEL_ONLY = {**SOFTMAX_ONLY, "stateful": False}
 # The settings of the plain stack of recurrent layers (model "rnn"), which
 # the other models do not have (but `layers`, which a tree model alone does
 # not have): each one's value that is no setting at all.
@@ -86,6 +90,7 @@ RNN_ONLY = {
     "layers": 1,
     "bidirectional": False,
     "batch_norm": False,
+    "stateful": False,
     **dict.fromkeys(PENALTIES, 0.0),
 }
 PLOT_NOTE = "matplotlib is not installed (pip install 'keras-rnncells[plot]'): no PNG written"
@@ -161,7 +166,7 @@ def task_settings(task: str, **overrides: Any) -> Settings:
     check_positive_int("num_sampled", settings.num_sampled)
     check_float("self_normalization", settings.self_normalization, "[0, inf)")
     if task not in LANGUAGE_MODELS:
-        for name, value in SOFTMAX_ONLY.items():
+        for name, value in LANGUAGE_MODEL_ONLY.items():
             if getattr(settings, name) != value:
                 raise ValueError(
                     f"Argument `{name}` applies to the language-model tasks {LANGUAGE_MODELS}, "
@@ -206,6 +211,8 @@ def build_model(
     num_sampled: int = 64,
     self_normalization: float = 0.0,
     unigram_counts: Any = None,
+    stateful: bool = False,
+    batch_size: int | None = None,
 ) -> keras.Model:
     """A compiled model for ``task``: ``layers`` recurrent layers of ``cell``
     (``bidirectional``: each one `keras.layers.Bidirectional`, outputs
@@ -244,6 +251,13 @@ def build_model(
       sampler), and the model reads ``[tokens, targets]`` and gives each
       token's loss, the exact one outside training
       (`language_model_for_serving` gives its tokens-to-logits model).
+
+    ``stateful`` (language models, model "rnn"): every recurrent layer keeps
+    its last state for the next batch, whose rows continue the stream rows of
+    this one (the stream layout, `keras_rnncells.data.ptb`): the inputs have
+    the fixed ``batch_size``. `reset_stream_states` starts the streams again;
+    the same call with ``stateful=False`` builds the model for any batch,
+    which takes its weights as they are.
     """
     check_positive_int("layers", layers)
     check_choice("model", model, MODELS)
@@ -254,7 +268,12 @@ def build_model(
             f"postfix order; task {task.name!r} has none (the logic task has)"
         )
     penalties = {"norm_stabilizer": norm_stabilizer, "temporal_coherence": temporal_coherence}
-    rnn_only = {"bidirectional": bidirectional, "batch_norm": batch_norm, **penalties}
+    rnn_only = {
+        "bidirectional": bidirectional,
+        "batch_norm": batch_norm,
+        "stateful": stateful,
+        **penalties,
+    }
     if model in TREE_MODELS:
         rnn_only["layers"] = layers
     for name, value in rnn_only.items() if model != "rnn" else ():
@@ -264,8 +283,15 @@ def build_model(
                 f"layers), not to model {model!r}, received: {value!r}"
             )
     word_dropout = check_rate("word_dropout", word_dropout)
+    if stateful and (task.kind != "language_model" or bidirectional):
+        raise ValueError(
+            "Argument `stateful` carries states along a language model's token stream; "
+            f"task {task.name!r} is a {task.kind} task"
+            + (" and the layers are bidirectional" if bidirectional else "")
+        )
+    fixed_batch = check_positive_int("batch_size", batch_size) if stateful else None
     if task.vocabulary_size is not None:
-        inputs = keras.Input((None,), dtype="int32", name="tokens")
+        inputs = keras.Input((None,), fixed_batch, dtype="int32", name="tokens")
         x = keras.layers.Embedding(
             task.vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
         )(inputs)
@@ -300,6 +326,7 @@ def build_model(
         layer = RNN(
             get_cell(cells[index])(units, **({"batch_norm": True} if batch_norm else {})),
             return_sequences=returns_sequence,
+            stateful=stateful,
             name=f"recurrent_{index + 1}",
         )
         if bidirectional:
@@ -319,7 +346,7 @@ def build_model(
             self_normalization=self_normalization,
             name="logits",
         )
-        targets = keras.Input((None,), dtype="int32", name="targets")
+        targets = keras.Input((None,), fixed_batch, dtype="int32", name="targets")
         model = keras.Model([inputs, targets], output([x, targets]), name=name)
         loss, metrics = token_mean, [TokenLossMean()]
     else:
@@ -391,6 +418,40 @@ def language_model_for_serving(model: keras.Model) -> keras.Model:
     return keras.Model(model.inputs[0], output(hidden), name=model.name)
 
 
+def reset_stream_states(model: keras.Model) -> None:
+    """Zero the carried states of ``model``'s stateful recurrent layers: the
+    streams start again (a no-op for a stateless model)."""
+    for layer in model._flatten_layers():
+        if getattr(layer, "stateful", False):
+            layer.reset_state()
+
+
+class StreamStates(keras.callbacks.Callback):
+    """Starts the streams of a stateful language model again at every epoch
+    and before every evaluation (the validation stream is another stream)."""
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        reset_stream_states(self.model)
+
+    def on_test_begin(self, logs: dict | None = None) -> None:
+        reset_stream_states(self.model)
+
+
+def stateless_copy(
+    model: keras.Model, build: Callable[[], keras.Model], strategy: tf.distribute.Strategy
+) -> keras.Model:
+    """``build()``, the stateless model for any batch, holding the weights and
+    the optimizer's state of the stateful ``model``: what a run keeps and
+    serves."""
+    with strategy.scope():
+        stateless = build()
+        stateless.optimizer.build(stateless.trainable_variables)
+    stateless.set_weights(model.get_weights())
+    for mine, trained in zip(stateless.optimizer.variables, model.optimizer.variables, strict=True):
+        mine.assign(trained)
+    return stateless
+
+
 def with_targets(task: Task) -> Task:
     """``task`` whose batches also feed the targets as an input, ``((inputs,
     targets), targets)``: what a language model that reads them trains on."""
@@ -412,7 +473,9 @@ def token_counts(task: Task) -> np.ndarray:
 
 
 def evaluate(model: keras.Model, task: Task) -> dict[str, float]:
-    """Test loss and metrics (and perplexity for a language model)."""
+    """Test loss and metrics (and perplexity for a language model); a
+    stateful model reads the test stream from its start."""
+    reset_stream_states(model)
     scores = {
         k: float(v) for k, v in model.evaluate(task.test, return_dict=True, verbose=0).items()
     }
@@ -465,6 +528,7 @@ def train_task(
     sampler: str | None = None,
     num_sampled: int | None = None,
     self_normalization: float | None = None,
+    stateful: bool | None = None,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
     the test split, write the run directory (see the module); returns the
@@ -497,6 +561,7 @@ def train_task(
         sampler=sampler,
         num_sampled=num_sampled,
         self_normalization=self_normalization,
+        stateful=stateful,
     )
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
@@ -540,15 +605,22 @@ def train_settings(
     counts = None
     if settings.softmax in SAMPLED_SOFTMAXES and settings.sampler == "unigram":
         counts = token_counts(task)
-    with strategy.scope():  # variables mirrored on every replica
-        model = build_model(
-            task,
-            settings.cell,
-            settings.units,
-            clipnorm=settings.clipnorm,
-            unigram_counts=counts,
-            **{name: getattr(settings, name) for name in model_options},
+    if settings.stateful and strategy.num_replicas_in_sync > 1:
+        raise ValueError(
+            "Argument `stateful` needs one replica, which holds every stream row; strategy "
+            f"{type(strategy).__name__} has {strategy.num_replicas_in_sync}"
         )
+    build = functools.partial(
+        build_model,
+        task,
+        settings.cell,
+        settings.units,
+        clipnorm=settings.clipnorm,
+        unigram_counts=counts,
+        **{name: getattr(settings, name) for name in model_options},
+    )
+    with strategy.scope():  # variables mirrored on every replica
+        model = build(stateful=settings.stateful, batch_size=settings.batch_size)
     trained_task = with_targets(task) if len(model.inputs) == 2 else task
     prepare_model(model, strategy)
     run = fit_run(
@@ -560,8 +632,11 @@ def train_settings(
         verbose=verbose,
         ema=settings.ema_momentum is not None,
         patience=settings.patience,
+        callbacks=[StreamStates()] if settings.stateful else [],
     )
     scores = evaluate(model, trained_task)
+    if settings.stateful:
+        model = stateless_copy(model, build, strategy)
     served = language_model_for_serving(model)
     if served is not model and settings.softmax != "class":
         scores["mean_abs_log_z"] = mean_abs_log_partition(served, task)
