@@ -1,8 +1,8 @@
 """The papers' experiments on the tasks of `keras_rnncells.data`.
 
 ``rnncells train TASK`` runs `train_task`: a model from `build_model` (an
-embedding for token tasks, the recurrent layer(s) of one registered cell, a
-head by ``task.kind``) trained with the task's defaults (`TASK_DEFAULTS`),
+embedding for token tasks, the recurrent layer(s) of one registered cell or
+of one per layer, a head by ``task.kind``) trained with the task's defaults (`TASK_DEFAULTS`),
 evaluated on the test split and written into a run directory
 (`keras_rnncells.training`): ``model.keras``, ``results.json``,
 ``history.csv``, ``logs/`` and, with matplotlib, ``learning_curve.png`` (plus
@@ -421,7 +421,7 @@ def language_model_for_serving(model: keras.Model) -> keras.Model:
 def reset_stream_states(model: keras.Model) -> None:
     """Zero the carried states of ``model``'s stateful recurrent layers: the
     streams start again (a no-op for a stateless model)."""
-    for layer in model._flatten_layers():
+    for layer in model.layers:
         if getattr(layer, "stateful", False):
             layer.reset_state()
 
