@@ -130,6 +130,7 @@ def files_under(*directories: Path) -> list[str]:
     )
 
 
+@pytest.mark.slow  # a fresh training run and export in child processes (31 s)
 def test_the_cli_writes_only_under_the_directories_it_is_given(tmp_path):
     """``rnncells train`` then ``rnncells export`` with an empty working
     directory, HOME and TMPDIR: nothing lands there but what Keras and

@@ -38,6 +38,7 @@ def exact_match(model, source, target_out, **kwargs):
     return np.mean(np.all(tokens == target_out, axis=1))
 
 
+@pytest.mark.slow  # two training runs to accuracy (39 s of the default run)
 @pytest.mark.parametrize(
     "task, cell, options",
     [
