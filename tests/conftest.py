@@ -164,6 +164,24 @@ def helpers():
     return Helpers
 
 
+@pytest.fixture
+def refused_in_one_line(tmp_path, capsys) -> Callable[[Sequence[str], str], None]:
+    """``refused(argv, message)``: ``rnncells ARGV --out RUN`` exits with 2,
+    says ``message`` on one line of stderr and writes no run directory."""
+
+    def refused(argv: Sequence[str], message: str) -> None:
+        from keras_rnncells.cli import main
+
+        with pytest.raises(SystemExit) as exit_info:
+            main([*argv, "--out", str(tmp_path / "run")])
+        assert exit_info.value.code == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0], lines
+        assert not (tmp_path / "run").exists()
+
+    return refused
+
+
 # -- the benchmark data ------------------------------------------------------------
 # Tests that read real data ask ``require_data(folder)``: it skips them, with the
 # path tried, when the data is absent, except under ``CI=true``, where the data
