@@ -100,7 +100,9 @@ def affine_blocks(inputs: Tensor, kernels: Sequence, biases: Sequence) -> tuple:
     return tuple(blocks)
 
 
-def project_blocks(inputs: Tensor, kernel: Tensor, bias: Tensor | None, splits) -> tuple:
+def project_blocks(
+    inputs: Tensor, kernel: Tensor, bias: Tensor | None, splits: int | Sequence[int]
+) -> tuple:
     """``inputs @ kernel + bias`` split into column blocks at ``splits`` (a
     count of equal blocks, or the columns to split at, as ``ops.split``). A single
     step (Keras' loop, ONNX's ``Loop``) takes one matmul and a split of its
