@@ -66,6 +66,16 @@ TRICKS = {
 }
 
 
+# The note of the long runs trained beside others (pixel MNIST, PTB to convergence).
+SHARED_CORES = (
+    "Sessions paused these runs (SIGSTOP) while they timed the test suite and the speed "
+    "tables, about 22 minutes in the first and 50 in the third: their wall times and the "
+    "epochs spanning a pause include it (seconds per epoch are medians). They shared the two "
+    "cores with two other training runs and the test suites throughout: their seconds per "
+    "epoch are not the cells' speed."
+)
+
+
 @dataclass(frozen=True)
 class Run:
     """One ``rnncells train`` run of an experiment (None: the task's default);
@@ -383,11 +393,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             "At Adam's 1e-3 the IRNN diverged in its first epoch (a mean training loss of "
             "1.7e5) and stayed at chance after it. irnn-lr0.0001 is the same IRNN at a tenth of "
             "the rate, chosen before its run and not tuned further.",
-            "Sessions paused these runs (SIGSTOP) while they timed the test suite and the "
-            "speed tables, about 22 minutes in the first and 50 in the third: their wall times "
-            "and the epochs spanning a pause include it (seconds per epoch are medians). They "
-            "shared the two cores with two other training runs and the test suites throughout: "
-            "their seconds per epoch are not the cells' speed.",
+            SHARED_CORES,
         ),
     ),
     Experiment(
@@ -471,11 +477,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             "each stream row's state from one window to the next (`--stateful`, truncated "
             "backpropagation through time, as Zaremba et al.); the others are stateless, which "
             "costs a model its context at the start of every window.",
-            "Sessions paused these runs (SIGSTOP) while they timed the test suite and the "
-            "speed tables, about 22 minutes in the first and 50 in the third: their wall times "
-            "and the epochs spanning a pause include it (seconds per epoch are medians). They "
-            "shared the two cores with two other training runs and the test suites throughout: "
-            "their seconds per epoch are not the cells' speed.",
+            SHARED_CORES,
         ),
     ),
     Experiment(

@@ -106,21 +106,10 @@ def task_defaults(task: str) -> TaskDefaults:
     return TASK_DEFAULTS[task]
 
 
-def check_cells(cell: str, layers: int, model: str) -> list[str]:
-    """`layer_cells`, with one cell for every layer where ``model`` is not a
-    plain stack ("rnn"): the other connections repeat one cell."""
-    cells = layer_cells(cell, layers)
-    if model != "rnn" and len(set(cells)) > 1:
-        raise ValueError(
-            f"Argument `cell` may name one cell per layer for model 'rnn' (a plain stack); "
-            f"model {model!r} repeats one cell, received: {cell!r}"
-        )
-    return cells
-
-
-def layer_cells(cell: str, layers: int) -> list[str]:
+def layer_cells(cell: str, layers: int, model: str) -> list[str]:
     """The registered cell of each of ``layers`` stacked layers, bottom first:
-    ``cell`` names one for every layer ("gru") or one per layer ("gru,mgu":
+    ``cell`` names one for every layer ("gru") or, for a plain stack (``model``
+    "rnn"; the other connections repeat one cell), one per layer ("gru,mgu":
     the MGU paper's GRU layer under an MGU layer); a ValueError otherwise."""
     names = cell.split(",") if isinstance(cell, str) else [cell]
     for name in names:
@@ -130,6 +119,11 @@ def layer_cells(cell: str, layers: int) -> list[str]:
             f"Argument `cell` must name one cell, or one per layer (bottom first, "
             f"comma-separated) for {layers} layers, received {cell!r} ({len(names)} cells)"
         )
+    if model != "rnn" and len(set(names)) > 1:
+        raise ValueError(
+            f"Argument `cell` may name one cell per layer for model 'rnn' (a plain stack); "
+            f"model {model!r} repeats one cell, received: {cell!r}"
+        )
     return names * layers if len(names) == 1 else names
 
 
@@ -138,8 +132,8 @@ def task_settings(task: str, **overrides: Any) -> Settings:
     given = {key: value for key, value in overrides.items() if value is not None}
     settings = dataclasses.replace(task_defaults(task).settings, **given)
     check_choice("model", settings.model, MODELS)
-    check_positive_int("layers", settings.layers)
-    check_cells(settings.cell, settings.layers, settings.model)
+    check_positive_int("layers", settings.layers)  # before the cells are counted against it
+    layer_cells(settings.cell, settings.layers, settings.model)
     if settings.model in TREE_MODELS and "cell" in given:
         raise ValueError(
             f"Argument `cell` applies to model 'rnn'; model {settings.model!r} composes with "
@@ -261,7 +255,7 @@ def build_model(
     """
     check_positive_int("layers", layers)
     check_choice("model", model, MODELS)
-    cells = check_cells(cell, layers, model)
+    cells = layer_cells(cell, layers, model)
     if model in TREE_MODELS and not task.reduce_ids:
         raise ValueError(
             f"Argument `model` {model!r} composes along the trees a task's tokens spell in "

@@ -21,7 +21,7 @@ from keras_rnncells.experiments import build_model, evaluate, reset_stream_state
 BATCH, STEPS, VOCABULARY = 3, 5, 12
 
 
-def stream_task(rng: np.random.Generator) -> tuple[Task, np.ndarray]:
+def random_stream_task(rng: np.random.Generator) -> tuple[Task, np.ndarray]:
     """A language-model task over one random stream (every split the same),
     and that stream's rows ``(BATCH, windows * STEPS + 1)``."""
     ids = rng.integers(1, VOCABULARY, size=BATCH * 4 * STEPS + BATCH)
@@ -44,7 +44,7 @@ def stream_task(rng: np.random.Generator) -> tuple[Task, np.ndarray]:
 @pytest.mark.parametrize("cell", ["gru", "lstm", "mgu"])
 def test_windows_in_order_with_carried_states_equal_whole_rows(rng, cell):
     keras.utils.set_random_seed(0)
-    task, rows = stream_task(rng)
+    task, rows = random_stream_task(rng)
     stateful = build_model(task, cell, 6, layers=2, stateful=True, batch_size=BATCH)
     stateless = build_model(task, cell, 6, layers=2)
     stateless.set_weights(stateful.get_weights())
