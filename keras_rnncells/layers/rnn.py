@@ -21,9 +21,9 @@
 * ``generic``: ``keras.layers.RNN``'s own loop, the reference semantics.
 
 ``implementation="auto"`` picks cudnn where it can run and fused otherwise
-(generic for ``unroll=True`` and for cells that are not ``AbstractRNNCell``);
-an inference graph traced for a known batch of ``KERAS_LOOP_MIN_BATCH`` rows or
-more runs Keras' loop instead (``RNN.portable_loop``).
+(generic for ``unroll=True`` and for cells that are not ``AbstractRNNCell``).
+On a CPU the fused path runs a batch as one loop per core, each over its own
+rows (``loop_count``).
 All paths give the same numbers for the same weights: masks of any pattern,
 ``go_backwards``, ``zero_output_for_mask``, states and gradients.
 
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -44,6 +45,7 @@ import tensorflow as tf
 from keras import ops, tree
 from keras.src import backend  # Keras' loop, as keras.layers.RNN.inner_loop calls it
 from keras.src.backend.common.stateless_scope import in_stateless_scope  # no public name
+from tensorflow.python.ops import control_flow_util  # no public name for the XLA context
 
 from keras_rnncells.cells.base import AbstractRNNCell
 from keras_rnncells.checks import check_input, check_shape, shapes_compatible
@@ -55,8 +57,8 @@ USE_CUDNN = ("auto", True, False)
 # LSTM (and by its own test of them, with 0).
 LEGACY_IMPLEMENTATIONS = (0, 1, 2)
 SEQUENCES = ("batch", "timesteps", "features")
-# From this (known) batch size up, inference graphs run Keras' loop (RNN.portable_loop).
-KERAS_LOOP_MIN_BATCH = 16
+# The fewest rows of a batch that the fused path runs as a loop of their own (`loop_count`).
+LOOP_MIN_ROWS = 8
 
 # How the fused loop is traced: "auto" (see the module docstring), "portable"
 # (`portable()`) or "compiled" (`compiled_inference()`).
@@ -117,6 +119,45 @@ def loop_override(loop: Callable) -> Iterator[None]:
 
 def gpu_available() -> bool:
     return bool(tf.config.list_logical_devices("GPU"))
+
+
+def executor_cores() -> int:
+    """The cores TensorFlow's executor runs independent ops on: its inter-op
+    threads where set, else the CPUs this process may use."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = tf.config.threading.get_inter_op_parallelism_threads()
+    return min(threads, cores or 1) if threads else cores or 1
+
+
+def in_xla_function() -> bool:
+    """Whether the graph being traced is compiled whole by XLA
+    (``tf.function(jit_compile=True)``, or inside one)."""
+    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+
+
+def loop_count(batch: int | None, compiled: bool) -> int:
+    """How many loops the fused path runs a batch of ``batch`` rows (None: known
+    only at run time) as, each over its own rows (`fused_recurrence`'s
+    ``loops``): one per core, each of at least ``LOOP_MIN_ROWS`` rows. XLA's CPU
+    loop, and the portable loop's chain of small ops, run a step on one core;
+    TensorFlow's executor runs independent loops on separate cores. On 2 cores,
+    two loops trained our GRU 1.5x and our LSTM 1.3x faster at batch 32, and ran
+    the portable LSTM 1.2x faster at batch 32 and 1.3x at 128
+    (benchmarks/README.md, "One loop per core").
+
+    A batch known only at run time gets one loop per core in a compiled loop
+    (a training step) and one portable loop: an inference graph traced for any
+    batch may be exported, and served one row at a time. One loop on a GPU;
+    eagerly, where no executor runs the loops at once; and inside a function
+    compiled whole by XLA (``model.compile(jit_compile=True)``), where XLA,
+    not the executor, schedules the loops, and where TensorFlow 2.21
+    crashed (a segmentation fault) on several of them in one ``model.fit``."""
+    if tf.executing_eagerly() or gpu_available() or in_xla_function():
+        return 1
+    cores = executor_cores()
+    if batch is None:
+        return cores if compiled else 1
+    return max(1, min(cores, batch // LOOP_MIN_ROWS))
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
@@ -297,8 +338,6 @@ class RNN(keras.layers.RNN):
         mask = None if mask is None else ops.cast(mask, "bool")
         args = (sequences, initial_state, mask, training)
         if path == "fused":
-            if self.implementation == "auto" and not compiles_loop(training):
-                return self.portable_loop(*args)
             return self.fused_loop(*args)
         if mask is None or self.implementation == "cudnn":
             return self.cudnn_loop(*args)
@@ -357,6 +396,7 @@ class RNN(keras.layers.RNN):
             projected = tree.map_structure(lambda p: ops.flip(p, axis=0), projected)
             mask = None if mask is None else ops.flip(mask, axis=0)
         recurrent_mask = cell.get_recurrent_dropout_mask(initial_state[0]) if training else None
+        compiled = compiles_loop(training)
         last_output, outputs, states = fused_recurrence(
             cell,
             projected,
@@ -366,34 +406,13 @@ class RNN(keras.layers.RNN):
             bool(training),
             bool(self.zero_output_for_mask),
             bool(self.return_sequences),
-            compiled=compiles_loop(training),
+            compiled=compiled,
+            loops=loop_count(sequences.shape[0], compiled),
         )
         outputs = ops.transpose(outputs, (1, 0, 2))
         if self.return_sequences:  # the loop's TensorArray loses the static step count
             outputs = tf.ensure_shape(outputs, (None, sequences.shape[1], None))
         return last_output, outputs, list(states)
-
-    def portable_loop(self, sequences, initial_state, mask, training):
-        """An inference graph's recurrence with ``implementation="auto"``: Keras'
-        loop where the graph is traced for a known batch of at least
-        ``KERAS_LOOP_MIN_BATCH`` rows and a known, nonzero number of steps
-        (``model.predict``'s batches), the fused loop otherwise. Keras' loop
-        projects each step's input inside the loop, and TensorFlow's executor
-        runs the projections of the next steps on the second core while the
-        recurrence waits for its matmul; the fused loop's one projection before
-        the loop cannot overlap so. Served with XLA off, Keras' loop over our
-        LSTM cell is 1.3x slower than the fused loop at batch 1 and 0.8x its
-        time at batch 32 (benchmarks/README.md, "Choosing the loop by batch
-        size"). A graph traced for any batch size (an export) keeps the fused
-        loop: a ``tf.cond`` between the two loops is what tf2onnx cannot
-        convert (Keras' own ``model.export(format="onnx")`` failed on it)."""
-        batch, steps = sequences.shape[0], sequences.shape[1]
-        if batch is not None and steps and batch >= KERAS_LOOP_MIN_BATCH:
-            last, outputs, states = super().inner_loop(
-                sequences, initial_state, mask, training=training
-            )
-            return last, outputs, list(states)
-        return self.fused_loop(sequences, initial_state, mask, training)
 
     def cudnn_loop(self, sequences, initial_state, mask, training):
         """Keras' cuDNN kernel, its padded outputs made to match the other paths."""

@@ -91,13 +91,12 @@ def test_zero_steps_raise_naming_the_time_axis():
 @pytest.mark.parametrize("cell", kr.list_cells())
 def test_zero_steps_in_a_graph_answer_as_a_fully_masked_sequence(cell):
     """A serving graph traced for any length gets 0 steps at run time: initial
-    states back and no outputs, with no error, at a batch size of either loop
-    an inference graph picks (layers/rnn.py, KERAS_LOOP_MIN_BATCH)."""
+    states back and no outputs, with no error, at a batch of one loop's rows
+    and at one of several loops' (layers/rnn.py, ``loop_count``)."""
     layer = kr.RNN(kr.get_cell(cell)(3), return_sequences=True, return_state=True)
     layer.build((None, None, 3))
-    spec = tf.TensorSpec((None, None, 3), tf.float32)
-    serve = tf.function(layer, input_signature=[spec])
-    for batch in (2, 20):
+    for batch in (2, 20):  # a graph traced for a known batch, and any length
+        serve = tf.function(layer, input_signature=[tf.TensorSpec((batch, None, 3))])
         outputs, *states = serve(tf.zeros((batch, 0, 3)))
         assert outputs.shape == (batch, 0, layer.cell.output_size)
         for state in states:

@@ -312,49 +312,94 @@ def test_the_loop_switches_hold_for_their_thread_only(sequences):
     assert found == {"exporter": False, "trainer": True}
 
 
-@pytest.mark.parametrize("name", ["gru", "lstm", "mufuru"])
-def test_inference_graphs_pick_their_loop_by_batch_size(name):
-    """With implementation="auto", an inference graph traced for a known batch
-    of KERAS_LOOP_MIN_BATCH rows or more runs Keras' loop, under it the fused
-    loop, and a graph traced for any batch size the fused loop (no tf.cond,
-    which tf2onnx cannot convert). Every batch size gives the generic path's
-    numbers, masked or not."""
-    from keras_rnncells.layers.rnn import KERAS_LOOP_MIN_BATCH
+def loop_calls(function, *args) -> dict:
+    """How many compiled loops (calls of ``fused.differentiable_recurrence``)
+    and portable loops (``While`` ops) the graph of ``function(*args)`` holds."""
+    nodes = function.get_concrete_function(*args).graph.as_graph_def().node
+    called = [n.attr["f"].func.name for n in nodes if n.op.endswith("PartitionedCall")]
+    compiled = [f for f in called if "differentiable_recurrence" in f and "backward" not in f]
+    portable = [n for n in nodes if n.op in ("While", "StatelessWhile")]
+    return {"compiled": len(compiled), "portable": len(portable)}
 
-    rng = np.random.default_rng(SEED)
-    returns = {"return_sequences": True, "return_state": True}
-    auto = krc.RNN(krc.get_cell(name)(UNITS), **returns)
-    generic = krc.RNN(krc.get_cell(name)(UNITS), implementation="generic", **returns)
-    largest = KERAS_LOOP_MIN_BATCH + 9
-    sequences = rng.normal(size=(largest, 7, FEATURES)).astype("float32")
-    mask = rng.random((largest, 7)) > 0.3
-    for layer in (auto, generic):
-        layer.build(sequences.shape)
-    generic.set_weights(auto.get_weights())
 
-    def loop_body_ops(function, *args) -> set:
-        """The op types of the loop bodies in ``function``'s graph for ``args``."""
-        graph = function.get_concrete_function(*args).graph.as_graph_def()
-        bodies = [f for f in graph.library.function if "body" in f.signature.name]
-        assert len(bodies) == 1, [f.signature.name for f in bodies]  # one loop, no tf.cond
-        return {node.op for node in bodies[0].node_def}
+@pytest.fixture
+def four_cores(monkeypatch):
+    """The fused path's rule for how many loops run a batch (layers/rnn.py,
+    ``loop_count``) as on a machine whose executor has 4 cores, with no least
+    number of rows per loop: conftest's batch of 9 rows runs as 4 loops of 3,
+    2, 2 and 2 rows."""
+    from keras_rnncells.layers import rnn
 
-    any_batch = tf.function(
-        lambda x, m: auto(x, mask=m, training=False),
-        input_signature=[
-            tf.TensorSpec((None, None, FEATURES)),
-            tf.TensorSpec((None, None), tf.bool),
-        ],
+    monkeypatch.setattr(rnn, "executor_cores", lambda: 4)
+    monkeypatch.setattr(rnn, "LOOP_MIN_ROWS", 1)
+
+
+@pytest.mark.parametrize("name", ["gru", "lstm", "mufuru", "scrn", "mi_lstm"])
+def test_one_loop_per_core_equals_one_loop(name, sequences, mask, rng, helpers, four_cores):
+    """A traced training step (compiled loops) and an inference graph traced
+    for a known batch (portable loops) run the batch as one loop per core,
+    each over its own rows: outputs, final states and gradients (inputs,
+    initial states, weights) equal the generic path's, with a mask with
+    holes, ``go_backwards``, initial states and input and recurrent dropout
+    (the recurrent-dropout mask split by rows too)."""
+    sequences = sequences[:, :, :UNITS]
+    kwargs = {"go_backwards": True, "return_sequences": True, "return_state": True}
+    fused, generic = fused_and_generic(name, sequences, rng, helpers, "float32", **kwargs)
+    restore_seeds = SeedRestorer(fused, generic)
+    states = [
+        rng.normal(size=(len(sequences), size)).astype("float32")
+        for size in keras.tree.flatten(fused.cell.state_size)
+    ]
+    for training in (True, False):
+        call = {"initial_state": states, "mask": mask, "training": training}
+        forward = tf.function(lambda x, call=call: fused(x, **call))
+        form = "compiled" if training else "portable"
+        assert loop_calls(forward, sequences)[form] == 4, f"{name}: {form} loops"
+        step = tf.function(lambda x, call=call: helpers.outputs_and_gradients(fused, x, **call))
+        restore_seeds()
+        outputs, grads = step(sequences)
+        restore_seeds()
+        expected = helpers.outputs_and_gradients(generic, sequences, **call)
+        what = f"{name}, training={training}"
+        helpers.assert_all_close(outputs, expected[0], 1e-5, f"{what}: outputs, states")
+        helpers.assert_all_close(grads, expected[1], 1e-5, f"{what}: gradients")
+
+
+def test_a_batch_known_at_run_time_runs_one_loop_per_core_in_training_only(sequences, helpers):
+    """A training graph traced for any batch size splits the rows it gets at
+    run time, down to a single row; an inference graph traced for any batch
+    size, as an export is, keeps one loop (a batch of 1, as served, pays for no
+    other); so do a known batch under ``LOOP_MIN_ROWS`` rows per loop and a
+    step compiled whole by XLA."""
+    from keras_rnncells.layers import rnn
+
+    layer = krc.GRU(UNITS, return_sequences=True)
+    layer.build(sequences.shape)
+    any_batch = [tf.TensorSpec((None, None, FEATURES))]
+
+    def train(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(layer(x, training=True))
+        return loss, tape.gradient(loss, layer.trainable_variables)
+
+    train_any = tf.function(train, input_signature=any_batch)
+    infer_any = tf.function(lambda x: layer(x, training=False), input_signature=any_batch)
+    cores = rnn.executor_cores()
+    assert (
+        loop_calls(tf.function(lambda x: layer(x, training=True), input_signature=any_batch))[
+            "compiled"
+        ]
+        == cores
     )
-    fused_ops = loop_body_ops(any_batch)
-    assert "TensorListGetItem" not in fused_ops  # the fused loop reads its projected blocks
-    for batch in (1, KERAS_LOOP_MIN_BATCH - 1, KERAS_LOOP_MIN_BATCH, largest):
-        x, m = sequences[:batch], mask[:batch]
-        known_batch = tf.function(lambda x, m: auto(x, mask=m, training=False))
-        loop_ops = loop_body_ops(known_batch, x, m)
-        keras_loop = "TensorListGetItem" in loop_ops  # Keras' loop reads its input list
-        assert keras_loop == (batch >= KERAS_LOOP_MIN_BATCH), (batch, sorted(loop_ops))
-        expected = generic(x, mask=m)
-        for got in (any_batch(x, m), known_batch(x, m)):
-            for a, b in zip(got, expected):
-                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert loop_calls(infer_any)["portable"] == 1
+    few = sequences[: rnn.LOOP_MIN_ROWS * 2 - 1]
+    assert loop_calls(tf.function(train), few)["compiled"] == 1
+    # compiled whole by XLA (model.compile(jit_compile=True)): one loop
+    assert loop_calls(tf.function(train, jit_compile=True), sequences)["compiled"] == 1
+    for rows in (0, 1, 2, len(sequences)):
+        x = sequences[:rows]
+        loss, grads = train_any(x)
+        expected_loss, expected_grads = tf.function(train)(x)  # a known batch
+        np.testing.assert_allclose(loss, expected_loss, rtol=1e-5, atol=1e-6)
+        helpers.assert_all_close(grads, expected_grads, 1e-5, f"{rows} rows: gradients")
+        np.testing.assert_allclose(infer_any(x), layer(x), rtol=1e-5, atol=1e-6)
