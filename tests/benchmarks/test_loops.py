@@ -1,0 +1,44 @@
+"""benchmarks/loops.py: one loop per core against one loop, in one run."""
+
+import json
+import math
+
+import pytest
+
+pytestmark = pytest.mark.slow  # run by `pytest -m slow` (.ci/run), not by default
+
+
+@pytest.fixture(scope="module")
+def loops(load_script):
+    return load_script("loops")
+
+
+def test_loops_quick_run(loops, tmp_path, capsys):
+    saved = tmp_path / "loops.json"
+    rows = loops.main(["--quick", "--json", str(saved)])
+    assert json.loads(saved.read_text())["rows"] == json.loads(json.dumps(rows))
+    assert [(row["batch"], row["layer"]) for row in rows] == [
+        (batch, layer) for batch in (2, 16) for layer in ("GRU", "LSTM", "MGU")
+    ]
+    for row in rows:
+        assert row["loops"] == loops.loops_in_a_graph(row["batch"])
+        for variant in ("keras", "one loop", "per core", "keras loop"):
+            for mode in ("fwd", "train"):
+                assert math.isfinite(row[variant][mode]) and row[variant][mode] > 0
+    assert {row["loops"] for row in rows if row["batch"] == 2} == {1}  # under LOOP_MIN_ROWS
+    printed = capsys.readouterr().out
+    assert "| batch | layer | loops |" in printed
+    assert printed.count("| rnncells.") == len(rows)
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--batches", "0"], "--batches"),
+        (["--steps", "0"], "--steps"),
+        (["--json", "/no/such/folder/x.json"], "--json"),
+    ],
+)
+def test_loops_bad_arguments(loops, argv, flag):
+    with pytest.raises(ValueError, match=flag):
+        loops.parse_args(argv)
