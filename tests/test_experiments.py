@@ -102,6 +102,7 @@ def test_train_adding_writes_a_run_that_reloads_and_reproduces(tmp_path, capsys)
         main(["train", "adding", "--cell", "mgu", "--units", "3", *TINY, "--out", str(out)])
 
 
+@pytest.mark.slow  # a grid of training runs (22 s of the default run)
 def test_compare_logic_over_cells_then_sizes(tmp_path, capsys):
     out = tmp_path / "compare"
     tiny = ["--epochs", "1", "--batch-size", "4", "--limit", "4", "--out", str(out)]

@@ -161,6 +161,7 @@ def zipf_bigrams(vocabulary: int, length: int, seed: int) -> np.ndarray:
     return np.array(stream)
 
 
+@pytest.mark.slow  # five training runs (24 s of the default run)
 def test_sampled_losses_keep_the_full_softmax_perplexity_and_its_ranking():
     """On a 40-word bigram language model, training with each loss brings the
     full softmax's held-out perplexity below half the uniform guess, within

@@ -125,6 +125,7 @@ def test_train_a_stack_of_other_connections(tmp_path, capsys, model, layer_class
     assert results["recurrent_parameters"] == sum(int(np.prod(w.shape)) for w in layer.weights)
 
 
+@pytest.mark.slow  # fresh training runs and exports (21 s of the default run)
 def test_train_one_cell_per_layer(tmp_path, capsys):
     """The MGU paper's hybrid: a GRU layer under an MGU layer, bottom first."""
     out = tmp_path / "hybrid"

@@ -89,6 +89,7 @@ def test_word_dropout_flag_takes_a_rate(tmp_path, capsys):
     assert "--word-dropout: expected a rate in [0, 1), received '1.5'" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a fresh training run on SST-2 (40 s of the default run)
 def test_train_command_on_sst2(require_data, tmp_path):
     require_data("sst2")
     out = tmp_path / "run"

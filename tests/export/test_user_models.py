@@ -373,6 +373,7 @@ def test_a_version_another_export_holds_is_skipped_or_refused(tmp_path, capsys):
         ), error
 
 
+@pytest.mark.slow  # an export of every cell (37 s of the default run)
 def test_keras_own_onnx_export_of_every_cell(tmp_path, run_onnx_in_child):
     """A user's plain ``model.export(format="onnx")`` of a model holding a
     layer of every registered cell over masked ids (one row all padding) gives

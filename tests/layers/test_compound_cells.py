@@ -146,6 +146,7 @@ def model_of_both() -> keras.Model:
     return keras.Model(inputs, joined, name="connected")
 
 
+@pytest.mark.slow  # three exports in child processes (20 s of the default run)
 def test_keras_file_saved_model_and_onnx(
     tmp_path, sequences, serve_like_tf_serving, run_onnx_in_child
 ):

@@ -95,6 +95,7 @@ def test_typos_change_letters_only_and_keep_the_targets():
     assert 0.5 * 400 < changed < 400  # most sources, not all (the numeric forms have no letter)
 
 
+@pytest.mark.slow  # a fresh training run (30 s of the default run)
 def test_train_command(tmp_path, capsys):
     out = tmp_path / "run"
     arguments = [
