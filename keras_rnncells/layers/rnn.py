@@ -141,9 +141,9 @@ def loop_count(batch: int | None, compiled: bool) -> int:
     ``loops``): one per core, each of at least ``LOOP_MIN_ROWS`` rows. XLA's CPU
     loop, and the portable loop's chain of small ops, run a step on one core;
     TensorFlow's executor runs independent loops on separate cores. On 2 cores,
-    two loops trained our GRU 1.5x and our LSTM 1.3x faster at batch 32, and ran
-    the portable LSTM 1.2x faster at batch 32 and 1.3x at 128
-    (benchmarks/README.md, "One loop per core").
+    two loops trained our GRU, LSTM and MGU 1.2x to 1.6x faster from batch 16
+    up, and ran their portable loops 1.2x to 1.5x faster at batch 64 and 128
+    (benchmarks/loops.py; benchmarks/README.md, "One loop per core").
 
     A batch known only at run time gets one loop per core in a compiled loop
     (a training step) and one portable loop: an inference graph traced for any
