@@ -124,9 +124,12 @@ def gpu_available() -> bool:
 def executor_cores() -> int:
     """The cores TensorFlow's executor runs independent ops on: its inter-op
     threads where set, else the CPUs this process may use."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if hasattr(os, "sched_getaffinity"):
+        cores = len(os.sched_getaffinity(0))
+    else:
+        cores = os.cpu_count() or 1
     threads = tf.config.threading.get_inter_op_parallelism_threads()
-    return min(threads, cores or 1) if threads else cores or 1
+    return min(threads, cores) if threads else cores
 
 
 def in_xla_function() -> bool:
