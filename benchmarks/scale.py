@@ -2,11 +2,15 @@
 
 The Speed issue's goals: the time and the peak memory of a training step grow
 linearly from T=100 to T=2000, and our peak memory is at most 1.2x Keras' at
-the same shape. Every (layer, T) is measured in two fresh child processes
-(this script with the hidden ``--child`` flag): the time in one that runs as
-users run it, the peak memory in one whose allocators hand every large buffer
-back to the kernel when it is freed (``MEMORY_ENVIRONMENT``: oneDNN's pooling
-allocator off, glibc's mmap threshold fixed at 64 KiB). Each child:
+the same shape. Every (layer, T) is measured in fresh child processes (this
+script with the hidden ``--child`` flag): the time in one that runs as users
+run it, the peak memory in ``--memory-runs`` (default 3) whose allocators hand
+every large buffer back to the kernel when it is freed (``MEMORY_ENVIRONMENT``:
+oneDNN's pooling allocator off, glibc's mmap threshold fixed at 64 KiB); the
+median of their peaks is reported, with the lowest and highest. One child's
+peak is not enough: the buffers a step holds at once depend on the order in
+which TensorFlow's executor threads run its ops, and Keras' LSTM read 15.7,
+18.7 and 19.4 MiB at T=100 in three children. Each child:
 
 1. builds the layer and its training step (``speed.py``'s: forward, mean-square
    loss, backward, Adam update in one ``tf.function``), runs it once (tracing,
@@ -65,8 +69,8 @@ from benchmarks.speed import (
 )
 
 DEFAULTS = {"steps": "100,250,500,1000,2000", "batch": 32, "input": 64, "units": 128}
-DEFAULTS |= {"repeats": 3}
-QUICK = {"steps": "5,10", "batch": 2, "input": 4, "units": 4, "repeats": 1}
+DEFAULTS |= {"repeats": 3, "memory_runs": 3}
+QUICK = {"steps": "5,10", "batch": 2, "input": 4, "units": 4, "repeats": 1, "memory_runs": 1}
 MEMORY_GOAL = 1.2  # our peak at most this times Keras' at the same T
 LINEAR_TOLERANCE = 1.3  # per-step cost at the largest T at most this times that at the middle T
 CHILD_MARK = "SCALE-RESULT "  # the child's result line starts with this
@@ -105,8 +109,10 @@ class Row:
     layer: str
     steps: int
     train_ms: float = math.nan
-    peak_mib: float = math.nan
-    base_mib: float = math.nan  # VmRSS before the timed steps
+    peak_mib: float = math.nan  # the median over the memory children
+    peak_low_mib: float = math.nan  # the lowest and highest of them
+    peak_high_mib: float = math.nan
+    base_mib: float = math.nan  # VmRSS before the timed steps (median)
     path: str = ""
     error: str | None = None
     ms_per_step: float = math.nan
@@ -139,6 +145,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--units", type=int, help="units (default 128)")
     parser.add_argument("--layers", default=",".join(LAYERS), help=f"comma list of {list(LAYERS)}")
     parser.add_argument("--repeats", type=int, help="timed steps per child (default 3)")
+    parser.add_argument(
+        "--memory-runs", type=int, help="memory children per (layer, T), median (default 3)"
+    )
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per child (1800)")
     parser.add_argument("--quick", action="store_true", help="T 5,10, tiny shape, 1 repeat")
     parser.add_argument("--json", metavar="PATH", help="save config and rows, after every child")
@@ -153,10 +162,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def validate(args: argparse.Namespace) -> None:
     args.steps = int_list("--steps", args.steps)
-    for key in ("batch", "input", "units", "repeats", "timeout"):
+    for key in ("batch", "input", "units", "repeats", "memory_runs", "timeout"):
         value = getattr(args, key)
         if value < 1:
-            raise ValueError(f"Argument `--{key}` must be an integer >= 1, received: {value}")
+            flag = "--" + key.replace("_", "-")
+            raise ValueError(f"Argument `{flag}` must be an integer >= 1, received: {value}")
     args.layers = with_references(name_list("--layers", args.layers, list(LAYERS)))
     output_path("--json", args.json)
     if args.child is not None and (args.child not in LAYERS or len(args.steps) != 1):
@@ -257,14 +267,25 @@ def child_result(name: str, steps: int, args: argparse.Namespace, environment: d
 
 def run_child(name: str, steps: int, args: argparse.Namespace) -> Row:
     """Measure one (layer, T): its time in a child as users run it, its peak
-    memory in a second child under ``MEMORY_ENVIRONMENT``."""
+    memory in ``--memory-runs`` children under ``MEMORY_ENVIRONMENT`` (the
+    median, the lowest and the highest)."""
     row = Row(name, LAYERS[name].label, steps)
-    timed = child_result(name, steps, args, {})
-    counted = child_result(name, steps, args, MEMORY_ENVIRONMENT) if "error" not in timed else {}
-    row.error = timed.get("error") or counted.get("error")
+    results = [child_result(name, steps, args, {})]
+    for _ in range(args.memory_runs):
+        if "error" in results[-1]:
+            break
+        results.append(child_result(name, steps, args, MEMORY_ENVIRONMENT))
+    row.error = next((result["error"] for result in results if "error" in result), None)
     if row.error is None:
+        timed, counted = results[0], results[1:]
         row.train_ms, row.path = timed["train_ms"], timed["path"]
-        row.peak_mib, row.base_mib = counted["peak_mib"], counted["base_mib"]
+        peaks = [result["peak_mib"] for result in counted]
+        row.peak_mib, row.peak_low_mib, row.peak_high_mib = (
+            statistics.median(peaks),
+            min(peaks),
+            max(peaks),
+        )
+        row.base_mib = statistics.median(result["base_mib"] for result in counted)
     return row
 
 
@@ -364,6 +385,13 @@ def number(value: float, digits: int = 2, suffix: str = "") -> str:
     return "—" if math.isnan(value) else f"{value:,.{digits}f}{suffix}"
 
 
+def peak_text(row: Row) -> str:
+    """The median peak, and its range where several children measured it."""
+    if row.peak_low_mib == row.peak_high_mib:
+        return number(row.peak_mib, 2)
+    return f"{number(row.peak_mib, 2)} ({row.peak_low_mib:.1f}-{row.peak_high_mib:.1f})"
+
+
 def table_line(row: Row) -> str:
     if row.error is not None:
         cells = (row.layer, str(row.steps), *["—"] * 5, row.error)
@@ -373,7 +401,7 @@ def table_line(row: Row) -> str:
             str(row.steps),
             number(row.train_ms, 1),
             number(row.ms_per_step, 3),
-            number(row.peak_mib, 2),
+            peak_text(row),
             number(row.mib_per_1000_steps, 1),
             number(row.peak_vs_keras, 2, "x"),
             row.path,
@@ -414,7 +442,8 @@ def report(args: argparse.Namespace, rows: list[Row]) -> str:
         [
             f"Training step (forward, mean-square loss, backward, Adam): batch {args.batch}, "
             f"input {args.input}, units {args.units}, float32; median of {args.repeats} "
-            f"step(s) per fresh process. Peak MiB: VmHWM - VmRSS around the timed steps. "
+            f"step(s) per fresh process. Peak MiB: VmHWM - VmRSS around the timed steps, the "
+            f"median of {args.memory_runs} process(es) (lowest-highest). "
             f"Peak vs Keras: GRU and MGU against keras.layers.GRU, LSTM against "
             f"keras.layers.LSTM, at the same T.",
             "",

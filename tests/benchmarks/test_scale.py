@@ -37,6 +37,18 @@ def test_scale_quick_run(scale, tmp_path, capsys):
     assert "| rnncells.GRU | 10 |" in printed and "Peak memory at most 1.2x Keras'" in printed
 
 
+def test_scale_memory_is_the_median_of_several_children(scale):
+    args = scale.parse_args(["--quick", "--memory-runs", "3"])
+    row = scale.run_child("gru", 10, args)
+    assert row.error is None, row.error
+    assert row.peak_low_mib <= row.peak_mib <= row.peak_high_mib
+    line = scale.table_line(row)
+    if row.peak_low_mib < row.peak_high_mib:
+        assert f"({row.peak_low_mib:.1f}-{row.peak_high_mib:.1f})" in line
+    assert args.memory_runs == 3 and scale.parse_args(["--quick"]).memory_runs == 1
+    assert scale.parse_args([]).memory_runs == 3
+
+
 def test_scale_child_timeout_becomes_a_row(scale):
     args = scale.parse_args(["--quick", "--timeout", "1"])  # TensorFlow alone takes longer
     row = scale.run_child("gru", 5, args)
@@ -67,6 +79,7 @@ def test_scale_linearity_checks(scale):
         (["--steps", "100,x"], "--steps"),
         (["--layers", "gru,nope"], "--layers"),
         (["--repeats", "0"], "--repeats"),
+        (["--memory-runs", "0"], "--memory-runs"),
         (["--child", "gru"], "--child"),  # needs one --steps value
     ],
 )
