@@ -2,8 +2,8 @@
 cell (``keras_rnncells.cells``), the ``RNN`` layer, the named layers and
 word dropout (``keras_rnncells.layers``), MuFuRU's operation registry and the
 norm-stabilizer and temporal-coherence penalties, the language models' token
-cross-entropy metrics and large-vocabulary output layer
-(``keras_rnncells.softmax``); encoder-decoders
+cross-entropy metrics, large-vocabulary output layer and its unigram
+start (``keras_rnncells.softmax``); encoder-decoders
 (``keras_rnncells.seq2seq``), tree encoders (``keras_rnncells.tree``),
 in-graph tokenizers (``keras_rnncells.text``) and the applications
 (``keras_rnncells.apps``, whose model classes Keras then knows) as
@@ -20,7 +20,7 @@ from keras_rnncells.regularizers import (
     norm_stabilizer,
     temporal_coherence,
 )
-from keras_rnncells.softmax import VocabularySoftmax
+from keras_rnncells.softmax import VocabularySoftmax, start_at_unigram
 
 # The applications' model classes register with Keras when their modules are
 # imported: load_apps imports every one listed (keras_rnncells.defaults.APPS),
@@ -39,6 +39,7 @@ __all__ = [
     "norm_stabilizer",
     "register_operation",
     "seq2seq",
+    "start_at_unigram",
     "temporal_coherence",
     "text",
     "tree",

@@ -396,6 +396,14 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         "logits come out about normalized (Devlin et al. 2014; default 0)",
     )
     parser.add_argument(
+        "--unigram-bias",
+        action="store_true",
+        default=None,
+        help="language models: the output layer's bias starts at the log-probabilities of the "
+        "training words' (add-one smoothed) frequencies in place of zeros, so that training "
+        "does not first spend epochs learning them (default: zeros)",
+    )
+    parser.add_argument(
         "--stateful",
         action="store_true",
         default=None,
@@ -458,7 +466,8 @@ FLAG_READERS = {
     **{name: ("tasks",) for name in ("batch_norm", "optimizer", "learning_rate", "patience")},
     "max_length": ("imdb", "sst2", "sst1"),
     **dict.fromkeys(
-        ("softmax", "sampler", "num_sampled", "self_normalization", "stateful"), LANGUAGE_MODELS
+        ("softmax", "sampler", "num_sampled", "self_normalization", "unigram_bias", "stateful"),
+        LANGUAGE_MODELS,
     ),
     "word_dropout": ("tasks", "sentiment"),
     **{name: ("sentiment",) for name in ("pretrain", "pretrain_epochs")},
@@ -547,6 +556,7 @@ SETTING_FLAGS = {
             "sampler",
             "num_sampled",
             "self_normalization",
+            "unigram_bias",
             "stateful",
             "tokenizer",
             "copy",

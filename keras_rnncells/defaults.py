@@ -101,6 +101,9 @@ class Settings:
     sampler: str = "log_uniform"
     num_sampled: int = 64
     self_normalization: float = 0.0
+    # language models: the output bias starts at the log unigram probabilities
+    # of the training tokens (keras_rnncells.softmax.start_at_unigram), not at 0
+    unigram_bias: bool = False
     # language models: every recurrent layer carries each stream row's state
     # from one window to the next (truncated backpropagation through time)
     stateful: bool = False

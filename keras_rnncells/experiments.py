@@ -49,7 +49,7 @@ from keras_rnncells.layers.stacks import connected_stack
 from keras_rnncells.locks import run_lock
 from keras_rnncells.metrics import TokenCrossEntropy, TokenLossMean
 from keras_rnncells.regularizers import NormStabilizer, TemporalCoherence, check_beta
-from keras_rnncells.softmax import VocabularySoftmax, token_mean
+from keras_rnncells.softmax import VocabularySoftmax, start_at_unigram, token_mean
 from keras_rnncells.training import (
     finish_run,
     fit_run,
@@ -72,13 +72,13 @@ FLAG_SETTINGS = (
     *("model", "shape", "layers", "limit", "max_length", "word_dropout"),
     *("norm_stabilizer", "temporal_coherence", "batch_norm"),
     *("optimizer", "learning_rate", "patience"),
-    *("softmax", "sampler", "num_sampled", "self_normalization", "stateful"),
+    *("softmax", "sampler", "num_sampled", "self_normalization", "unigram_bias", "stateful"),
 )
 # The settings of a language model's output layer (`keras_rnncells.softmax`),
 # with their defaults, the values that are no setting at all for other tasks.
 SOFTMAX_ONLY = {
     name: getattr(Settings(), name)
-    for name in ("softmax", "sampler", "num_sampled", "self_normalization")
+    for name in ("softmax", "sampler", "num_sampled", "self_normalization", "unigram_bias")
 }
 # The settings of language-model tasks alone: the output layer's, and
 # carrying states across the windows of the stream layout.
@@ -204,6 +204,7 @@ def build_model(
     sampler: str = "log_uniform",
     num_sampled: int = 64,
     self_normalization: float = 0.0,
+    unigram_bias: bool = False,
     unigram_counts: Any = None,
     stateful: bool = False,
     batch_size: int | None = None,
@@ -348,6 +349,13 @@ def build_model(
             inputs, keras.layers.Dense(task.output_units, name="logits")(x), name=name
         )
         loss, metrics = head(task.kind)
+    if unigram_bias and not per_step:
+        raise ValueError(
+            "Argument `unigram_bias` starts a language model's output bias at the unigram "
+            f"log-probabilities; task {task.name!r} is a {task.kind} task"
+        )
+    if unigram_bias:
+        start_at_unigram(model.get_layer("logits"), unigram_counts)
     options = {"learning_rate": learning_rate, "clipnorm": clipnorm}
     if ema_momentum is not None:
         options.update(use_ema=True, ema_momentum=check_rate("ema_momentum", ema_momentum))
@@ -522,6 +530,7 @@ def train_task(
     sampler: str | None = None,
     num_sampled: int | None = None,
     self_normalization: float | None = None,
+    unigram_bias: bool | None = None,
     stateful: bool | None = None,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
@@ -555,6 +564,7 @@ def train_task(
         sampler=sampler,
         num_sampled=num_sampled,
         self_normalization=self_normalization,
+        unigram_bias=unigram_bias,
         stateful=stateful,
     )
     if isinstance(strategy, str):
@@ -597,7 +607,9 @@ def train_settings(
         *SOFTMAX_ONLY,
     )
     counts = None
-    if settings.softmax in SAMPLED_SOFTMAXES and settings.sampler == "unigram":
+    if settings.unigram_bias or (
+        settings.softmax in SAMPLED_SOFTMAXES and settings.sampler == "unigram"
+    ):
         counts = token_counts(task)
     if settings.stateful and strategy.num_replicas_in_sync > 1:
         raise ValueError(

@@ -38,6 +38,14 @@ Zipfian ``Q(w) = log((w + 2)/(w + 1)) / log(V + 1)`` of TensorFlow's
 frequency; ``unigram``, ``Q(w) ∝ counts[w]``, the training-set counts
 (``unigram_counts``). Samples are drawn once per batch and shared by its
 tokens, as TensorFlow's candidate samplers do.
+
+`start_at_unigram` sets an output layer's bias to the log-probabilities of
+the add-one smoothed unigram distribution, ``b_w = log((n_w + 1) / (N +
+V))``, so that the model starts out predicting the training words'
+frequencies. From zero biases Adam at a learning rate of 1e-3 moves each
+bias by about 1e-3 a step, while the log-frequencies of PTB's words span
+about 12, and a deep model can spend epochs above the unigram perplexity
+(`benchmarks/ptb_start.py --unigram-bias` measures it).
 """
 
 from __future__ import annotations
@@ -53,7 +61,7 @@ import tensorflow as tf
 from keras_rnncells.checks import check_choice, check_float, check_positive_int
 from keras_rnncells.defaults import SAMPLED_SOFTMAXES, SAMPLERS, SOFTMAXES
 
-__all__ = ["VocabularySoftmax", "token_mean"]
+__all__ = ["VocabularySoftmax", "start_at_unigram", "token_mean"]
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
@@ -98,7 +106,7 @@ class VocabularySoftmax(keras.layers.Layer):
         self.supports_masking = True
         self.unigram_counts = None
         if sampler == "unigram" and method in SAMPLED_SOFTMAXES:
-            self.unigram_counts = check_counts(unigram_counts, vocabulary_size)
+            self.unigram_counts = check_counts(unigram_counts, vocabulary_size, "sampler 'unigram'")
         self.classes = None
         if method == "class":
             default = math.ceil(math.sqrt(vocabulary_size))
@@ -256,12 +264,13 @@ class VocabularySoftmax(keras.layers.Layer):
         }
 
 
-def check_counts(counts: Sequence[float] | None, vocabulary_size: int) -> list[float]:
-    """The unigram sampler's counts: one finite count >= 0 per word, some > 0."""
+def check_counts(
+    counts: Sequence[float] | None, vocabulary_size: int, needed_by: str
+) -> list[float]:
+    """Unigram counts, as ``needed_by`` takes them: one finite count >= 0 per
+    word, some > 0."""
     if counts is None:
-        raise ValueError(
-            "Argument `unigram_counts` is needed by sampler 'unigram': one count per word"
-        )
+        raise ValueError(f"Argument `unigram_counts` is needed by {needed_by}: one count per word")
     values = np.asarray(counts, dtype="float64")
     if values.shape != (vocabulary_size,) or not np.all(np.isfinite(values)):
         raise ValueError(
@@ -271,6 +280,24 @@ def check_counts(counts: Sequence[float] | None, vocabulary_size: int) -> list[f
     if np.any(values < 0) or not np.any(values > 0):
         raise ValueError("Argument `unigram_counts` must be >= 0 with at least one count > 0")
     return [float(v) for v in values]
+
+
+def start_at_unigram(layer: keras.layers.Layer, counts: Sequence[float]) -> None:
+    """Sets the bias of ``layer``, a built language model's output layer (a
+    ``Dense`` over the vocabulary or a `VocabularySoftmax`), to the
+    log-probabilities of the add-one smoothed unigram distribution of
+    ``counts`` (one per word; see the module). For the class-factored
+    softmax the class biases are the log-probabilities of the classes, so
+    that both factors start at the same distribution."""
+    vocabulary_size = int(layer.bias.shape[0])
+    values = np.asarray(check_counts(counts, vocabulary_size, "the unigram bias"))
+    log_p = np.log((values + 1.0) / (values.sum() + vocabulary_size))
+    layer.bias.assign(log_p.astype(layer.bias.dtype))
+    if getattr(layer, "method", None) == "class":
+        binned = np.full(layer.classes * layer.class_size, -np.inf)
+        binned[:vocabulary_size] = log_p
+        class_log_p = np.logaddexp.reduce(binned.reshape(layer.classes, layer.class_size), axis=1)
+        layer.class_bias.assign(class_log_p.astype(layer.class_bias.dtype))
 
 
 def token_mean(y_true: Any, token_losses: Any) -> Any:

@@ -1,7 +1,8 @@
 """`keras_rnncells.softmax`: each training loss against a direct NumPy
 computation, the exact loss outside training, convergence of the sampled
 losses on a small vocabulary, a language-model run that trains with each and
-saves a tokens-to-logits model, and one-line errors for bad arguments."""
+saves a tokens-to-logits model, the unigram start of the output bias, and
+one-line errors for bad arguments."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ import pytest
 import tensorflow as tf
 
 from keras_rnncells.cli import main
-from keras_rnncells.experiments import train_task
-from keras_rnncells.softmax import VocabularySoftmax, token_mean
+from keras_rnncells.data import load_task
+from keras_rnncells.experiments import build_model, token_counts, train_task
+from keras_rnncells.softmax import VocabularySoftmax, start_at_unigram, token_mean
 
 ROOT = Path(__file__).resolve().parents[1]
 V, D = 23, 8
@@ -119,6 +121,62 @@ def test_nce_starts_self_normalized():
     np.testing.assert_array_equal(full(np.zeros((1, 16), "float32")), 0.0)
 
 
+@pytest.mark.parametrize("kind", ["dense", "full", "nce", "class"])
+def test_start_at_unigram_predicts_the_smoothed_unigram_where_the_kernel_gives_nothing(kind):
+    counts = np.arange(V, dtype="float64") ** 2  # id 0 (padding) never seen
+    if kind == "dense":
+        layer = keras.layers.Dense(V, dtype="float64")
+        layer.build((None, D))
+    else:
+        layer = built(kind, classes=5, num_sampled=4)  # nonzero weights everywhere
+    start_at_unigram(layer, counts)
+    expected = np.log((counts + 1) / (counts.sum() + V))  # add-one smoothing
+    np.testing.assert_allclose(layer.bias.numpy(), expected, rtol=1e-12)
+    output = layer(np.zeros((2, D)))
+    log_p = output.numpy() if kind == "class" else log_softmax(output.numpy())
+    np.testing.assert_allclose(log_p, np.broadcast_to(expected, (2, V)), rtol=1e-10)
+    if kind == "class":  # each class starts at the total of its words
+        np.testing.assert_allclose(
+            np.exp(layer.class_bias.numpy()),
+            [np.exp(expected[5 * c : 5 * c + 5]).sum() for c in range(5)],
+        )
+
+
+@pytest.mark.parametrize(
+    "counts, message",
+    [
+        (None, "needed by the unigram bias"),
+        ([1.0] * 5, "23 finite"),
+        ([0.0] * V, "at least one count > 0"),
+        ([-1.0] + [1.0] * (V - 1), ">= 0"),
+    ],
+)
+def test_start_at_unigram_names_bad_counts(counts, message):
+    layer = keras.layers.Dense(V)
+    layer.build((None, D))
+    with pytest.raises(ValueError, match=message):
+        start_at_unigram(layer, counts)
+
+
+def test_a_language_model_with_the_unigram_bias_starts_at_the_unigram_perplexity(require_data):
+    require_data("ptb")
+    task = load_task("ptb", limit=3000)
+    counts = token_counts(task)
+    losses = {}
+    for unigram_bias in (False, True):
+        keras.utils.set_random_seed(0)
+        model = build_model(
+            task, "gru", 8, embedding_dim=8, unigram_bias=unigram_bias, unigram_counts=counts
+        )
+        losses[unigram_bias] = model.evaluate(task.train, return_dict=True, verbose=0)["loss"]
+    probabilities = (counts + 1) / (counts.sum() + len(counts))
+    unigram = -(counts * np.log(probabilities)).sum() / counts.sum()  # its training cross-entropy
+    assert losses[False] == pytest.approx(np.log(len(counts)), abs=0.01)  # uniform: log V
+    assert losses[True] == pytest.approx(unigram, abs=0.01)
+    with pytest.raises(ValueError, match="`unigram_bias` starts a language model's output bias"):
+        build_model(load_task("adding", batch_size=4, train_size=8), "gru", 2, unigram_bias=True)
+
+
 def test_the_class_factored_model_is_normalized_and_its_loss_exact(batch):
     hidden, targets = batch
     layer = built("class", classes=5)  # bins of 5 ids; the last holds ids 20-22 only
@@ -197,7 +255,7 @@ def test_a_language_model_run_with_each_loss_saves_a_tokens_to_logits_model(tmp_
     options = {"units": 4, "layers": 1, "epochs": 1, "limit": 1500}
     runs = {
         "sampled-unigram": {"softmax": "sampled", "sampler": "unigram", "num_sampled": 16},
-        "class": {"softmax": "class"},
+        "class": {"softmax": "class", "unigram_bias": True},
     }
     for name, softmax in runs.items():
         results = train_task("ptb", tmp_path / name, **options, **softmax, verbose=0)
@@ -206,6 +264,7 @@ def test_a_language_model_run_with_each_loss_saves_a_tokens_to_logits_model(tmp_
         )
         assert ("mean_abs_log_z" in results["test"]) == (name != "class")
         assert f"--softmax {softmax['softmax']}" in results["command"]
+        assert ("--unigram-bias" in results["command"]) == ("unigram_bias" in softmax)
     # the saved model reads tokens alone and gives the vocabulary's logits, in a fresh process
     script = (
         "import sys, keras, numpy as np, keras_rnncells\n"
@@ -253,6 +312,11 @@ def test_the_softmax_flags_apply_to_the_language_model_only(capsys, tmp_path, re
     )
     with pytest.raises(ValueError, match="`softmax` applies to the language-model task"):
         train_task("adding", tmp_path / "adding", softmax="class")
+    with pytest.raises(SystemExit):
+        main(["train", "adding", "--unigram-bias", "--out", str(tmp_path / "adding")])
+    assert "--unigram-bias applies to the ptb task and the imdb_lm task" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="`unigram_bias` applies to the language-model task"):
+        train_task("adding", tmp_path / "adding", unigram_bias=True)
     require_data("ptb")
     with pytest.raises(ValueError, match="`num_sampled` must be below"):
         train_task("ptb", tmp_path / "ptb", softmax="sampled", num_sampled=20000, limit=1000)
