@@ -8,13 +8,18 @@ recurrent layer of 200, full softmax, Adam 1e-3, clipnorm 5) with our GRU,
 Keras' own ``keras.layers.GRU`` in its place (the reference), our LSTM and
 MuFuRU, and prints the training perplexity of every window of ``--window``
 steps (exp of the mean loss over the window), and the last window's ratio to
-Keras' GRU.
+Keras' GRU. ``--units`` and ``--layers`` size every model alike (Keras'
+GRU then stacks ``--layers`` of its own); ``--unigram-bias`` adds, for each
+model, a second row with its output bias started at the unigram
+log-probabilities (`keras_rnncells.start_at_unigram`), which tells the
+plateau's cause: the output bias learning the words' frequencies.
 
 Usage (from the repository root, with ``../shared/data`` or
 ``RNNCELLS_DATA`` holding PTB)::
 
     python benchmarks/ptb_start.py                 # 600 steps, windows of 50
     python benchmarks/ptb_start.py --steps 200 --models gru,keras_gru
+    python benchmarks/ptb_start.py --units 500 --layers 2 --steps 300 --unigram-bias
 """
 
 from __future__ import annotations
@@ -28,29 +33,37 @@ from collections.abc import Sequence
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras
+import numpy as np
 
+from keras_rnncells import start_at_unigram
+from keras_rnncells.cells.registry import list_cells
 from keras_rnncells.data import load_task
 from keras_rnncells.data.tasks import Task
-from keras_rnncells.experiments import build_model, head, task_settings
+from keras_rnncells.experiments import build_model, head, task_settings, token_counts
 
 REFERENCE = "keras_gru"
 MODELS = ("gru", REFERENCE, "lstm", "mufuru")
+UNIGRAM = " + unigram bias"  # the mark of a row whose output bias starts at the unigram
 
 
-def keras_gru_model(task: Task, units: int, embedding_dim: int) -> keras.Model:
-    """The reproduction's model with ``keras.layers.GRU`` as its recurrent layer."""
+def keras_gru_model(task: Task, units: int, layers: int, embedding_dim: int) -> keras.Model:
+    """The reproduction's model with ``layers`` of ``keras.layers.GRU`` as its recurrent layers."""
     inputs = keras.Input((None,), dtype="int32", name="tokens")
     x = keras.layers.Embedding(task.vocabulary_size, embedding_dim, mask_zero=True)(inputs)
-    x = keras.layers.GRU(units, return_sequences=True)(x)
+    for _ in range(layers):
+        x = keras.layers.GRU(units, return_sequences=True)(x)
     return keras.Model(inputs, keras.layers.Dense(task.vocabulary_size, name="logits")(x))
 
 
-def window_perplexities(name: str, task: Task, steps: int, window: int) -> list[float]:
-    """Training perplexity of each ``window`` steps of ``steps`` for model ``name``."""
-    settings = task_settings("ptb", units=200, layers=1)
+def window_perplexities(
+    name: str, task: Task, args: argparse.Namespace, counts: np.ndarray | None = None
+) -> list[float]:
+    """Training perplexity of each ``args.window`` steps of ``args.steps`` for
+    model ``name``; with unigram ``counts``, its output bias starts there."""
+    settings = task_settings("ptb", units=args.units, layers=args.layers)
     keras.utils.set_random_seed(settings.seed)
     if name == REFERENCE:  # compiled as `build_model` compiles ours
-        model = keras_gru_model(task, settings.units, settings.embedding_dim)
+        model = keras_gru_model(task, settings.units, settings.layers, settings.embedding_dim)
         optimizer = keras.optimizers.Adam(settings.learning_rate, clipnorm=settings.clipnorm)
         loss, _ = head(task.kind)
         model.compile(optimizer=optimizer, loss=loss, jit_compile=False)
@@ -59,10 +72,14 @@ def window_perplexities(name: str, task: Task, steps: int, window: int) -> list[
             task,
             name,
             settings.units,
+            layers=settings.layers,
             embedding_dim=settings.embedding_dim,
             learning_rate=settings.learning_rate,
             clipnorm=settings.clipnorm,
         )
+    if counts is not None:
+        start_at_unigram(model.get_layer("logits"), counts)
+    window, steps = args.window, args.steps
     means: list[float] = []  # Keras logs the running mean of the epoch's loss
 
     class EveryWindow(keras.callbacks.Callback):
@@ -80,13 +97,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=600, help="training steps (default 600)")
     parser.add_argument("--window", type=int, default=50, help="steps per window (default 50)")
     parser.add_argument(
-        "--models", default=",".join(MODELS), help=f"comma list of {', '.join(MODELS)}"
+        "--models",
+        default=",".join(MODELS),
+        help=f"comma list of {REFERENCE} and registered cells (default {','.join(MODELS)})",
+    )
+    parser.add_argument("--units", type=int, default=200, help="units per layer (default 200)")
+    parser.add_argument("--layers", type=int, default=1, help="recurrent layers (default 1)")
+    parser.add_argument(
+        "--unigram-bias",
+        action="store_true",
+        help="also train each model with its output bias started at the unigram",
     )
     args = parser.parse_args(argv)
     args.models = args.models.split(",")
-    unknown = sorted(set(args.models) - set(MODELS))
+    unknown = sorted(set(args.models) - {REFERENCE, *list_cells()})
     if unknown:
-        parser.error(f"--models: unknown {unknown}; known: {', '.join(MODELS)}")
+        parser.error(f"--models: unknown {unknown}; known: {REFERENCE}, {', '.join(list_cells())}")
+    if args.units < 1 or args.layers < 1:
+        parser.error("--units and --layers must be positive")
     if args.window < 1 or args.steps < args.window:
         parser.error("--window must be positive and at most --steps")
     return args
@@ -95,11 +123,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> dict[str, list[float]]:
     args = parse_args(argv)
     task = load_task("ptb", batch_size=20)
-    curves = {
-        name: window_perplexities(name, task, args.steps, args.window) for name in args.models
-    }
+    curves = {name: window_perplexities(name, task, args) for name in args.models}
+    if args.unigram_bias:
+        counts = token_counts(task)
+        for name in args.models:
+            curves[name + UNIGRAM] = window_perplexities(name, task, args, counts)
     ends = [args.window * (i + 1) for i in range(args.steps // args.window)]
-    print(f"PTB training perplexity per window of {args.window} steps (batch 20, 35 steps)")
+    print(
+        f"PTB training perplexity per window of {args.window} steps (batch 20, 35 steps; "
+        f"{args.layers} layer(s) of {args.units})"
+    )
     print("| model | " + " | ".join(str(end) for end in ends) + f" | last vs {REFERENCE} |")
     print("|---|" + "---:|" * (len(ends) + 1))
     reference = curves.get(REFERENCE)

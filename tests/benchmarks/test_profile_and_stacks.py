@@ -21,9 +21,22 @@ def test_ptb_start_prints_window_perplexities(load_script, require_data, capsys)
     )
 
 
+def test_ptb_start_with_the_unigram_bias_starts_below_the_uniform_guess(load_script, require_data):
+    require_data("ptb")
+    argv = ["--steps", "2", "--window", "2", "--models", "mgu", "--units", "8", "--layers", "2"]
+    curves = load_script("ptb_start").main([*argv, "--unigram-bias"])
+    assert set(curves) == {"mgu", "mgu + unigram bias"}
+    # zero biases: about the uniform 10,001; the unigram start: near its perplexity (687)
+    assert curves["mgu"][0] > 5000 and curves["mgu + unigram bias"][0] < 2000, curves
+
+
 @pytest.mark.parametrize(
     "argv, message",
-    [(["--models", "gru,nope"], "unknown"), (["--steps", "10", "--window", "20"], "--window")],
+    [
+        (["--models", "gru,nope"], "unknown"),
+        (["--steps", "10", "--window", "20"], "--window"),
+        (["--layers", "0"], "--units and --layers must be positive"),
+    ],
 )
 def test_ptb_start_bad_arguments(load_script, argv, message, capsys):
     with pytest.raises(SystemExit):
