@@ -289,7 +289,14 @@ def start_at_unigram(layer: keras.layers.Layer, counts: Sequence[float]) -> None
     ``counts`` (one per word; see the module). For the class-factored
     softmax the class biases are the log-probabilities of the classes, so
     that both factors start at the same distribution."""
-    vocabulary_size = int(layer.bias.shape[0])
+    bias = getattr(layer, "bias", None)
+    if bias is None or len(bias.shape) != 1:
+        raise ValueError(
+            "Argument `layer` must be a built output layer with a bias over the vocabulary (a "
+            f"Dense or a VocabularySoftmax), received {type(layer).__name__} {layer.name!r} "
+            f"{'without a bias' if bias is None else f'with a bias of shape {bias.shape}'}"
+        )
+    vocabulary_size = int(bias.shape[0])
     values = np.asarray(check_counts(counts, vocabulary_size, "the unigram bias"))
     log_p = np.log((values + 1.0) / (values.sum() + vocabulary_size))
     layer.bias.assign(log_p.astype(layer.bias.dtype))

@@ -158,6 +158,22 @@ def test_start_at_unigram_names_bad_counts(counts, message):
         start_at_unigram(layer, counts)
 
 
+@pytest.mark.parametrize(
+    "layer, message",
+    [
+        (keras.layers.Dense(V, use_bias=False), "without a bias"),
+        (keras.layers.Dense(V), "without a bias"),  # not built
+    ],
+)
+def test_start_at_unigram_names_a_layer_without_a_vocabulary_bias(layer, message):
+    if not layer.use_bias:
+        layer.build((None, D))
+    with pytest.raises(
+        ValueError, match=f"Argument `layer` must be a built output layer.*{message}"
+    ):
+        start_at_unigram(layer, [1.0] * V)
+
+
 def test_a_language_model_with_the_unigram_bias_starts_at_the_unigram_perplexity(require_data):
     require_data("ptb")
     task = load_task("ptb", limit=3000)
