@@ -349,12 +349,12 @@ def build_model(
             inputs, keras.layers.Dense(task.output_units, name="logits")(x), name=name
         )
         loss, metrics = head(task.kind)
-    if unigram_bias and not per_step:
-        raise ValueError(
-            "Argument `unigram_bias` starts a language model's output bias at the unigram "
-            f"log-probabilities; task {task.name!r} is a {task.kind} task"
-        )
     if unigram_bias:
+        if not per_step:
+            raise ValueError(
+                "Argument `unigram_bias` starts a language model's output bias at the unigram "
+                f"log-probabilities; task {task.name!r} is a {task.kind} task"
+            )
         start_at_unigram(model.get_layer("logits"), unigram_counts)
     options = {"learning_rate": learning_rate, "clipnorm": clipnorm}
     if ema_momentum is not None:
