@@ -42,6 +42,23 @@ MASK_ROWS = {
 RIGHT_PADDED_LENGTHS = [5, 4, 3, 2, 1, 5, 3, 2, 1]
 
 
+# `@pytest.mark.cell_sweep` on a test parametrized by cell name: the default run
+# (under 15 minutes on 2 cores) takes these cells, the slow run (CI runs it too)
+# the others. Every cell's paths, gradients, Keras parity and serialization stay
+# in the default run; the sweeps so marked (ONNX conversion, seq2seq, long and
+# zero-step sequences, one loop per core) check behaviours beyond those.
+DEFAULT_RUN_CELLS = ("gru", "lstm", "mgu")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("cell_sweep") and not any(
+            value in DEFAULT_RUN_CELLS for value in item.callspec.params.values()
+        ):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20240611)

@@ -80,6 +80,7 @@ def results(run_dir: Path) -> dict:
     return json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # a two-device training run (56 s of the default run)
 @pytest.mark.parametrize("name, replicas, workers", [("mirrored", 2, 1), ("multiworker", 2, 2)])
 def test_distributed_training_matches_one_device(runs, name, replicas, workers):
     one, many = history(runs["none"]), history(runs[name])

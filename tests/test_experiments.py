@@ -71,6 +71,7 @@ def test_every_task_is_trainable_with_defaults():
         assert TRAINABLE[name] == ("keras_rnncells.experiments", TASK_DEFAULTS[name].help)
 
 
+@pytest.mark.slow  # a training run (17 s of the default run)
 def test_train_adding_writes_a_run_that_reloads_and_reproduces(tmp_path, capsys):
     out = tmp_path / "adding"
     main(["train", "adding", "--cell", "mgu", "--units", "3", *TINY, "--out", str(out)])
@@ -149,6 +150,7 @@ def test_compare_logic_over_cells_then_sizes(tmp_path, capsys):
         assert comparison["plots"] == {"note": PLOT_NOTE}
 
 
+@pytest.mark.slow  # an SST-2 training run (15 s of the default run)
 def test_train_sst2_from_the_data_folder(require_data, tmp_path):
     require_data("sst2")
     out = tmp_path / "sst2"
@@ -180,6 +182,7 @@ def test_bad_arguments_give_clear_errors(tmp_path, capsys):
     assert not any(tmp_path.iterdir())  # nothing written before the arguments are checked
 
 
+@pytest.mark.slow  # two training runs (42 s of the default run)
 @pytest.mark.parametrize("ema_momentum", [None, 0.5])
 def test_ema_momentum_validates_tests_and_saves_the_averaged_weights(tmp_path, ema_momentum):
     task = load_task("logic", batch_size=8, train_size=32, validation_size=16, test_size=16)
@@ -211,6 +214,7 @@ def test_ema_momentum_is_checked():
         task_settings("sst2", ema_momentum=1.0)
 
 
+@pytest.mark.slow  # a training run (13 s of the default run)
 def test_word_dropout_on_a_token_task(tmp_path):
     out = tmp_path / "logic"
     main(
@@ -245,6 +249,7 @@ def test_word_dropout_on_a_token_task(tmp_path):
         build_model(load_task("adding", batch_size=4, train_size=8), "gru", 2, word_dropout=0.1)
 
 
+@pytest.mark.slow  # a training run (18 s of the default run)
 def test_penalties_on_the_hidden_sequences_of_a_token_task(tmp_path, capsys):
     out = tmp_path / "logic"
     penalties = ["--temporal-coherence", "0.5", "--norm-stabilizer", "2"]
@@ -277,6 +282,7 @@ def test_penalties_on_the_hidden_sequences_of_a_token_task(tmp_path, capsys):
         task_settings("logic", norm_stabilizer=-1.0)
 
 
+@pytest.mark.slow  # a PTB training run (28 s of the default run)
 def test_language_model_perplexity_leaves_the_penalties_out(require_data, tmp_path):
     require_data("ptb")
     out = tmp_path / "ptb"
@@ -302,6 +308,7 @@ def test_language_model_perplexity_leaves_the_penalties_out(require_data, tmp_pa
     assert float(metric.result()) == pytest.approx(-(np.log(0.5) + np.log(0.1)) / 2, rel=1e-5)
 
 
+@pytest.mark.slow  # a training run (13 s of the default run)
 def test_batch_norm_on_a_task(tmp_path, capsys):
     out = tmp_path / "logic"
     main(

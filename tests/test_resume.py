@@ -74,6 +74,7 @@ def history(run_dir: Path) -> list[dict[str, str]]:
         return [{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(file)]
 
 
+@pytest.mark.slow  # a killed training run and its resume (40 s of the default run)
 def test_a_run_killed_mid_epoch_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path, capsys):
     reference = start(tmp_path / "reference")
     run_dir = tmp_path / "killed"
@@ -131,6 +132,7 @@ def train_error(capsys, run_dir: Path, *options: str) -> str:
     return error.removeprefix("rnncells train: error: ").rstrip("\n")
 
 
+@pytest.mark.slow  # concurrent training runs (33 s of the default run)
 def test_one_run_at_a_time_and_a_resume_only_with_the_runs_arguments(tmp_path, capsys):
     run_dir = tmp_path / "run"
     holder = start(run_dir, "--epochs", "50")

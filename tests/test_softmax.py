@@ -266,6 +266,7 @@ def test_sampled_losses_keep_the_full_softmax_perplexity_and_its_ranking():
     assert full < perplexities["full", 1]
 
 
+@pytest.mark.slow  # a training run per loss (29 s of the default run)
 def test_a_language_model_run_with_each_loss_saves_a_tokens_to_logits_model(tmp_path, require_data):
     require_data("ptb")
     options = {"units": 4, "layers": 1, "epochs": 1, "limit": 1500}

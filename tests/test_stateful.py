@@ -61,6 +61,7 @@ def test_windows_in_order_with_carried_states_equal_whole_rows(rng, cell):
     assert scores["cross_entropy"] == pytest.approx(expected, rel=1e-4)
 
 
+@pytest.mark.slow  # a PTB training run (16 s of the default run)
 def test_train_ptb_stateful_keeps_a_model_for_any_batch(tmp_path, capsys, require_data):
     require_data("ptb")
     out = tmp_path / "run"

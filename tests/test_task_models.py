@@ -37,6 +37,7 @@ def test_logic_tasks_know_their_trees():
     assert not load_task("adding", train_size=4, validation_size=4, test_size=4).reduce_ids
 
 
+@pytest.mark.slow  # two training runs (23 s of the default run)
 def test_train_spinn_on_tree_formulas_then_compare_with_a_cell(tmp_path, capsys):
     compare = tmp_path / "compare"
     out = compare / "spinn-3"  # where `compare` puts its spinn run of 3 units
@@ -111,6 +112,7 @@ def test_shape_from_python_is_checked(tmp_path):
     [("residual", "StackedRNN"), ("clockwork", "RNN")],
     ids=["residual", "clockwork"],
 )
+@pytest.mark.slow  # a training run per connection (22 s of the default run)
 def test_train_a_stack_of_other_connections(tmp_path, capsys, model, layer_class):
     out = tmp_path / model
     argv = ["train", "logic", "--model", model, "--cell", "mgu", "--layers", "2", *TINY]

@@ -11,6 +11,7 @@ import threading
 
 import keras
 import numpy as np
+import pytest
 
 import keras_rnncells as krc
 from keras_rnncells.export import write_onnx, write_saved_model
@@ -24,6 +25,7 @@ def sequence_model(cell: str, seed: int) -> keras.Model:
     return keras.Model(inputs, outputs, name=f"{cell}-model")
 
 
+@pytest.mark.slow  # an export beside a training run (17 s of the default run)
 def test_one_thread_exports_while_another_trains(
     tmp_path, monkeypatch, serve_like_tf_serving, run_onnx_in_child
 ):

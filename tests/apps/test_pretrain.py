@@ -135,6 +135,7 @@ TINY = "train sentiment --units 4 --epochs 1 --batch-size 8 --out".split()
 LM = ["--pretrain", "lm", "--pretrain-epochs", "2"]
 
 
+@pytest.mark.slow  # pretraining and fine-tuning runs (17 s of the default run)
 def test_cli_run_pretrains_once_resumes_from_the_pretrained_weights(spy, tmp_path, capsys):
     out = str(tmp_path / "run")
     spy["stop"] = True  # killed as fine-tuning starts
@@ -172,6 +173,7 @@ def test_cli_run_pretrains_once_resumes_from_the_pretrained_weights(spy, tmp_pat
     assert "Pre-trained (lm, 2 epoch(s))" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # pretraining and fine-tuning runs (17 s of the default run)
 def test_autoencoder_run_fine_tunes_from_the_pretrained_encoder(spy, tmp_path):
     spy["stop"] = True
     settings = SentimentSettings(

@@ -110,6 +110,7 @@ def test_train_command_on_sst2(require_data, tmp_path):
     assert set(evaluation) == {"loss", "accuracy"}
 
 
+@pytest.mark.slow  # the app exported both ways (22 s of the default run)
 def test_exports_to_both_formats(model, tmp_path):
     """SavedModel checked in a fresh process without keras_rnncells, ONNX in onnxruntime:
     both within tolerance of the Keras model, or the export raises."""

@@ -113,7 +113,11 @@ def test_gamma_starts_at_0_1_and_beta_at_0():
 @pytest.mark.parametrize(
     "make_cell",
     [
-        lambda: krc.LSTMCell(UNITS, batch_norm=True, batch_norm_steps=3),
+        # the LSTM in the slow run, which CI runs too (18 s of the default run)
+        pytest.param(
+            lambda: krc.LSTMCell(UNITS, batch_norm=True, batch_norm_steps=3),
+            marks=pytest.mark.slow,
+        ),
         # two recurrent matmuls, each normalized over its own columns
         lambda: krc.MGUCell(UNITS, batch_norm=True, batch_norm_steps=3),
     ],

@@ -132,7 +132,11 @@ def tiny_model(task: Task) -> keras.Model:
     return model
 
 
-@pytest.mark.parametrize("name", sorted(SMOKE))
+@pytest.mark.parametrize(
+    "name",
+    # IMDB's corpus in the slow run, which CI runs too (25 s of the default run)
+    [pytest.param(n, marks=pytest.mark.slow) if "imdb" in n else n for n in sorted(SMOKE)],
+)
 def test_every_task_trains_a_tiny_model(name, require_data):
     folder, options = SMOKE[name]
     if folder:

@@ -14,6 +14,7 @@ from keras_rnncells.data.sentiment import read_imdb
 from keras_rnncells.data.vocabulary import PAD, UNK, tokenize
 
 
+@pytest.mark.slow  # reads the IMDB corpus (12 s of the default run)
 def test_imdb_language_model_streams(require_data):
     require_data("imdb")
     task = load_task("imdb_lm", batch_size=2, sequence_length=5, max_vocabulary=50, limit=400)

@@ -54,6 +54,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+# A hypothesis sweep of every app's artifacts: in the slow run (which CI runs too),
+# 92 s of the default run.
+pytestmark = pytest.mark.slow
+
 MISSING = [
     m
     for m in ("hypothesis", "tf2onnx", "onnx", "onnxruntime", "onnxruntime_extensions")

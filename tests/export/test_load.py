@@ -53,6 +53,7 @@ def artifacts(tmp_path_factory, tiny_app_models):
     return found
 
 
+@pytest.mark.slow  # a load run per app (63 s of the default run)
 @pytest.mark.parametrize("app", list(SHARED_OUTPUT))
 def test_both_formats_answer_8_threads_x_200_requests(artifacts, app):
     servable, saved_model, onnx_file = artifacts[app]

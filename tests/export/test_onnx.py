@@ -37,6 +37,7 @@ def op_types(directory) -> set[str]:
     return graph_op_types(onnx.load(str(directory / "model.onnx")).graph)
 
 
+@pytest.mark.cell_sweep
 @pytest.mark.parametrize("cell", kr.list_cells())
 def test_every_cell_layer_converts_and_matches(cell, tmp_path, run_onnx_in_child):
     path = onnx_path(tmp_path, f"rnn-{cell}", 1)

@@ -164,6 +164,7 @@ def test_char_and_word_front_ends_equal_the_tokenizers(names_and_dates):
         assert UNK_ID in values and len(set(values)) > 20, kind  # unknown and known tokens
 
 
+@pytest.mark.slow  # two apps exported both ways (35 s of the default run)
 def test_name_to_color_and_seq2seq_string_models_match_keras(names_and_dates, tmp_path):
     names, dates = names_and_dates
     keras.utils.set_random_seed(0)

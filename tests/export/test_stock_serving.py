@@ -46,6 +46,7 @@ def token_batches() -> list[np.ndarray]:
     return [padded, padded[:1, :4], rng.integers(1, VOCABULARY, size=(33, 19)).astype("int32")]
 
 
+@pytest.mark.slow  # every cell exported (test_saved_model serves each) (43 s of the default run)
 def test_keras_export_of_every_cell_serves_without_xla(tmp_path, serve_like_tf_serving):
     model = every_cell_model()
     directory = tmp_path / "every-cell" / "1"

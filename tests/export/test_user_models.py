@@ -261,6 +261,7 @@ def test_rnncells_export_of_a_keras_file(tmp_path):
         assert manifest["parity"], directory  # checked at export
 
 
+@pytest.mark.slow  # an export that fails its check (18 s of the default run)
 def test_a_failed_onnx_check_publishes_no_format(tmp_path):
     """The SavedModel is staged and passes its check; the ONNX check fails (a
     tolerance no float model meets): no version of either appears, no
@@ -299,6 +300,7 @@ print(json.dumps({fmt: str(path) for fmt, path in paths.items()}))
 """
 
 
+@pytest.mark.slow  # two export processes (14 s of the default run)
 def test_two_exports_racing_into_one_root_get_two_versions(tmp_path):
     """Both processes load their model, then start exporting at the same
     moment: each picks a version before the other publishes. The loser of the

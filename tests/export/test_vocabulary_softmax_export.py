@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import keras
 import numpy as np
+import pytest
 
 from keras_rnncells import GRU, VocabularySoftmax
 from keras_rnncells.export import servable_from_model, write_onnx, write_saved_models
@@ -32,6 +33,7 @@ def language_model() -> keras.Model:
     return model
 
 
+@pytest.mark.slow  # every head exported both ways (19 s of the default run)
 def test_language_model_heads_serve_and_run_in_onnxruntime(
     tmp_path, serve_like_tf_serving, run_onnx_in_child
 ):

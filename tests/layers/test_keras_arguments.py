@@ -88,6 +88,7 @@ def test_zero_steps_raise_naming_the_time_axis():
         kr.GRU(2)(np.zeros((2, 0, 3), "float32"))
 
 
+@pytest.mark.cell_sweep
 @pytest.mark.parametrize("cell", kr.list_cells())
 def test_zero_steps_in_a_graph_answer_as_a_fully_masked_sequence(cell):
     """A serving graph traced for any length gets 0 steps at run time: initial

@@ -334,6 +334,7 @@ def four_cores(monkeypatch):
     monkeypatch.setattr(rnn, "LOOP_MIN_ROWS", 1)
 
 
+@pytest.mark.cell_sweep
 @pytest.mark.parametrize("name", ["gru", "lstm", "mufuru", "scrn", "mi_lstm"])
 def test_one_loop_per_core_equals_one_loop(name, sequences, mask, rng, helpers, four_cores):
     """A traced training step (compiled loops) and an inference graph traced
@@ -365,6 +366,7 @@ def test_one_loop_per_core_equals_one_loop(name, sequences, mask, rng, helpers, 
         helpers.assert_all_close(grads, expected[1], 1e-5, f"{what}: gradients")
 
 
+@pytest.mark.slow  # training graphs at four batch sizes (14 s of the default run)
 def test_a_batch_known_at_run_time_runs_one_loop_per_core_in_training_only(sequences, helpers):
     """A training graph traced for any batch size splits the rows it gets at
     run time, down to a single row; an inference graph traced for any batch

@@ -249,6 +249,7 @@ def test_fused_equals_generic_every_cell(index: int) -> None:
     check_fused_equals_generic(fixed_case(index))
 
 
+@pytest.mark.slow  # random cases beyond the fixed ones (25 s of the default run)
 @settings(max_examples=RANDOM_EXAMPLES, deadline=None, derandomize=True, database=None)
 @given(cases())
 def test_fused_equals_generic_random_cases(case: Case) -> None:
@@ -267,6 +268,7 @@ def test_non_float_dtypes_are_refused() -> None:
 LONG_STEPS, LONG_BATCH, LONG_FEATURES, LONG_UNITS = 2000, 2, 4, 8
 
 
+@pytest.mark.cell_sweep
 @pytest.mark.parametrize("name", CELLS)
 def test_long_sequences_stay_finite(name: str) -> None:
     """Default initialization, standard normal inputs, 2000 steps on the fused

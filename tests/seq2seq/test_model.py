@@ -62,6 +62,7 @@ def test_learns_to_copy_and_reverse(task, cell, options):
     assert exact_match(model, held_out, expected, beam_width=3) >= 0.99
 
 
+@pytest.mark.cell_sweep
 @pytest.mark.parametrize("cell", list_cells())
 def test_every_cell_encodes_and_decodes(cell):
     model = Seq2Seq(7, 9, cell=cell, units=4, embedding_dim=4, max_output_length=3)

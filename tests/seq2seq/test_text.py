@@ -131,6 +131,7 @@ def test_train_command(tmp_path, capsys):
         main(["train", "seq2seq", "--out", str(out), "--cell", "no_such_cell"])
 
 
+@pytest.mark.slow  # the text seq2seq exported both ways (34 s of the default run)
 def test_exports_to_both_formats(model, tmp_path):
     from keras_rnncells.apps import servable_for
     from keras_rnncells.export import verify_manifest

@@ -125,6 +125,7 @@ def test_config_model_file_and_keras_file_round_trip(pieces, tmp_path):
     np.testing.assert_allclose(loaded(texts), model(texts), atol=1e-6)
 
 
+@pytest.mark.slow  # exports served in a child process (25 s of the default run)
 def test_saved_models_with_pieces_serve_as_stock_tf_serving(tmp_path, serve_like_tf_serving):
     keras.utils.set_random_seed(0)
     corpus = [source for source, _ in date_pairs(200, seed=3)]

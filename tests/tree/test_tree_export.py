@@ -10,6 +10,7 @@ import dataclasses
 
 import keras
 import numpy as np
+import pytest
 
 from keras_rnncells.export import servable_from_model, write_onnx, write_saved_models
 from keras_rnncells.tree import ChildSumTreeLSTM, ShiftReduceEncoder, TransitionsFromTokens
@@ -56,6 +57,7 @@ def tree_model() -> keras.Model:
     return keras.Model({"tokens": tokens, "parents": parents}, keras.layers.Dense(2)(joined))
 
 
+@pytest.mark.slow  # the tree models exported both ways (30 s of the default run)
 def test_tree_models_serve_and_run_in_onnxruntime(
     tmp_path, serve_like_tf_serving, run_onnx_in_child
 ):
