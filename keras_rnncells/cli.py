@@ -320,6 +320,14 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         help="sentiment, with --pretrain: epochs of pre-training (default 1)",
     )
     parser.add_argument(
+        "--dropout",
+        type=rate,
+        metavar="RATE",
+        help="data tasks: dropout on the input of every recurrent layer and of the output "
+        "layer, the connections between layers and not those through time (Zaremba et al. "
+        "2014; default: the task's, 0 for most)",
+    )
+    parser.add_argument(
         "--word-dropout",
         type=rate,
         metavar="RATE",
@@ -460,7 +468,7 @@ def run_arguments(parser: argparse.ArgumentParser) -> None:
 # The flags of `rnncells train` that only some trainers read (the others
 # would ignore them): who reads each, the data tasks ("tasks") or apps.
 FLAG_READERS = {
-    **{name: ("tasks",) for name in ("layers", "norm_stabilizer", "temporal_coherence")},
+    **dict.fromkeys(("layers", "dropout", "norm_stabilizer", "temporal_coherence"), ("tasks",)),
     "model": ("tasks",),
     "shape": ("logic",),
     **{name: ("tasks",) for name in ("batch_norm", "optimizer", "learning_rate", "patience")},
@@ -544,6 +552,7 @@ SETTING_FLAGS = {
             "batch_size",
             "seed",
             "limit",
+            "dropout",
             "word_dropout",
             "norm_stabilizer",
             "temporal_coherence",

@@ -54,7 +54,7 @@ PATH_ARGUMENTS = ("out", "run_dir", "key_file")
 # calls by its flags.
 # Settings of `rnncells train` whose Python errors name the argument: the
 # command's message names the flag.
-SETTING_WORDS = ("word_dropout", "norm_stabilizer", "temporal_coherence")
+SETTING_WORDS = ("dropout", "word_dropout", "norm_stabilizer", "temporal_coherence")
 CLI_WORDING = {
     "overwrite=True (--overwrite)": "--overwrite",
     "overwrite=True": "--overwrite",

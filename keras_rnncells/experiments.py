@@ -69,7 +69,7 @@ PENALTIES = {"norm_stabilizer": NormStabilizer, "temporal_coherence": TemporalCo
 ALWAYS_WRITTEN = ("cell", "units", "epochs", "batch_size", "seed")
 FLAG_SETTINGS = (
     *ALWAYS_WRITTEN,
-    *("model", "shape", "layers", "limit", "max_length", "word_dropout"),
+    *("model", "shape", "layers", "limit", "max_length", "dropout", "word_dropout"),
     *("norm_stabilizer", "temporal_coherence", "batch_norm"),
     *("optimizer", "learning_rate", "patience"),
     *("softmax", "sampler", "num_sampled", "self_normalization", "unigram_bias", "stateful"),
@@ -175,7 +175,8 @@ def task_settings(task: str, **overrides: Any) -> Settings:
                 f"(`ema_momentum` {settings.ema_momentum}, task {task!r}) would replace: "
                 f"not both, received: {settings.patience}"
             )
-    check_rate("word_dropout", settings.word_dropout)
+    for name in ("dropout", "word_dropout"):
+        check_rate(name, getattr(settings, name))
     for name in PENALTIES:
         check_beta(getattr(settings, name), name)
     return settings
@@ -516,6 +517,7 @@ def train_task(
     strategy: str | tf.distribute.Strategy = "none",
     layers: int | None = None,
     overwrite: bool = False,
+    dropout: float | None = None,
     word_dropout: float | None = None,
     norm_stabilizer: float | None = None,
     temporal_coherence: float | None = None,
@@ -550,6 +552,7 @@ def train_task(
         seed=seed,
         limit=limit,
         layers=layers,
+        dropout=dropout,
         word_dropout=word_dropout,
         norm_stabilizer=norm_stabilizer,
         temporal_coherence=temporal_coherence,

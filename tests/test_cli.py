@@ -175,6 +175,14 @@ ANTICIPATED_ERRORS = {
         ["train", "color-namer", "--word-dropout", "0.2", "--out", "run"],
         r"--word-dropout applies to the data tasks and the sentiment app, not to color-namer$",
     ),
+    "dropout-of-an-app": (
+        ["train", "seq2seq", "--dropout", "0.2", "--out", "run"],
+        r"--dropout applies to the data tasks, not to seq2seq$",
+    ),
+    "dropout-of-one": (
+        ["train", "ptb", "--dropout", "1", "--out", "run"],
+        r"argument --dropout: expected a rate in \[0, 1\), received '1'",
+    ),
     "flag-a-task-ignores": (
         ["train", "ptb", "--pretrain", "lm", "--out", "run"],
         r"--pretrain applies to the sentiment app, not to ptb$",

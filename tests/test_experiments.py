@@ -214,6 +214,22 @@ def test_ema_momentum_is_checked():
         task_settings("sst2", ema_momentum=1.0)
 
 
+@pytest.mark.slow  # a training run (30 s, most of it XLA compiling)
+def test_dropout_between_layers(tmp_path):
+    out = tmp_path / "adding"
+    arguments = ["--units", "3", "--layers", "2", "--dropout", "0.25"]
+    main(["train", "adding", *arguments, *TINY, "--out", str(out)])
+    results = read_results(out)
+    assert results["settings"]["dropout"] == 0.25
+    assert "--dropout 0.25" in results["command"]
+    model = keras.saving.load_model(out / "model.keras")
+    rates = [layer.rate for layer in model.layers if isinstance(layer, keras.layers.Dropout)]
+    assert rates == [0.25]  # one layer, called on each recurrent layer's input and the head's
+    check_reloaded_model(results, out, "loss")  # inference: dropout is the identity
+    with pytest.raises(ValueError, match="`dropout` must be"):
+        task_settings("adding", dropout=1.0)
+
+
 @pytest.mark.slow  # a training run (13 s of the default run)
 def test_word_dropout_on_a_token_task(tmp_path):
     out = tmp_path / "logic"
