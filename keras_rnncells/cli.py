@@ -325,7 +325,13 @@ def train_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="RATE",
         help="data tasks: dropout on the input of every recurrent layer and of the output "
         "layer, the connections between layers and not those through time (Zaremba et al. "
-        "2014; default: the task's, 0 for most)",
+        "2014; default: "
+        + ", ".join(
+            f"{defaults.settings.dropout} for {name}"
+            for name, defaults in TASK_DEFAULTS.items()
+            if defaults.settings.dropout
+        )
+        + ", 0 for the others)",
     )
     parser.add_argument(
         "--word-dropout",
