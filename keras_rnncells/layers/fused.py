@@ -46,7 +46,8 @@ from keras.src.backend import AutocastScope
 
 # Steps per iteration of the portable loop (no XLA): each iteration of a
 # `tf.while_loop` runs control ops per loop variable in TensorFlow's executor,
-# as many as the step's own ops (benchmarks/README.md, "Unrolling the portable loop").
+# as many as the step's own ops. XLA's loops keep one step an iteration: there
+# unrolling measured no faster (benchmarks/README.md, "Unrolling the portable loop").
 PORTABLE_UNROLL = 4
 
 
@@ -299,6 +300,29 @@ def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, train
     return output, list(new_states)
 
 
+def stepped_loop(body, loop_vars: tuple, steps, unroll: int) -> tuple:
+    """``body(*loop_vars)`` ``steps`` times, its first loop variable the step
+    counter from 0: ``unroll`` > 1 runs a loop of ``unroll`` steps an iteration
+    (``unrolled_steps``), then one of the remaining steps (``steps``)."""
+    if unroll > 1:
+
+        def unrolled(*loop_vars):
+            for _ in range(unroll):
+                loop_vars = body(*loop_vars)
+            return loop_vars
+
+        loop_vars = tf.while_loop(
+            lambda t, *_: t + unroll <= steps,
+            unrolled,
+            loop_vars,
+            maximum_iterations=steps // unroll,
+            name="unrolled_steps",
+        )
+    return tf.while_loop(
+        lambda t, *_: t < steps, body, loop_vars, maximum_iterations=steps, name="steps"
+    )
+
+
 def run_forward(cell, projected, states, mask, recurrent_mask, flags, record, unroll=1):
     """The forward loop; returns (last_output, outputs, states) and, if
     ``record``, the per-step tensors the backward loop needs. ``unroll`` > 1:
@@ -375,23 +399,8 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record, un
         if return_sequences
         else ()
     )
-    loop_vars = (tf.constant(0), outputs, zeros, tuple(states), saved)
-    if unroll > 1:
-
-        def unrolled(*loop_vars):
-            for _ in range(unroll):
-                loop_vars = body(*loop_vars)
-            return loop_vars
-
-        loop_vars = tf.while_loop(
-            lambda t, *_: t + unroll <= steps,
-            unrolled,
-            loop_vars,
-            maximum_iterations=steps // unroll,
-            name="unrolled_steps",
-        )
-    _, outputs, last_output, states, saved = tf.while_loop(
-        lambda t, *_: t < steps, body, loop_vars, maximum_iterations=steps, name="steps"
+    _, outputs, last_output, states, saved = stepped_loop(
+        body, (tf.constant(0), outputs, zeros, tuple(states), saved), steps, unroll
     )
     all_outputs = stacked(outputs, zeros) if return_sequences else last_output[None]
     result = (last_output, all_outputs, tuple(states))
