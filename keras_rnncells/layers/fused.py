@@ -44,12 +44,6 @@ import tensorflow as tf
 from keras import tree
 from keras.src.backend import AutocastScope
 
-# Steps per iteration of the portable loop (no XLA): each iteration of a
-# `tf.while_loop` runs control ops per loop variable in TensorFlow's executor,
-# as many as the step's own ops. XLA's loops keep one step an iteration: there
-# unrolling measured no faster (benchmarks/README.md, "Unrolling the portable loop").
-PORTABLE_UNROLL = 4
-
 
 class MatmulRecorder:
     """Bound to a cell while one step is traced: records or replays the
@@ -300,33 +294,9 @@ def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, train
     return output, list(new_states)
 
 
-def stepped_loop(body, loop_vars: tuple, steps, unroll: int) -> tuple:
-    """``body(*loop_vars)`` ``steps`` times, its first loop variable the step
-    counter from 0: ``unroll`` > 1 runs a loop of ``unroll`` steps an iteration
-    (``unrolled_steps``), then one of the remaining steps (``steps``)."""
-    if unroll > 1:
-
-        def unrolled(*loop_vars):
-            for _ in range(unroll):
-                loop_vars = body(*loop_vars)
-            return loop_vars
-
-        loop_vars = tf.while_loop(
-            lambda t, *_: t + unroll <= steps,
-            unrolled,
-            loop_vars,
-            maximum_iterations=steps // unroll,
-            name="unrolled_steps",
-        )
-    return tf.while_loop(
-        lambda t, *_: t < steps, body, loop_vars, maximum_iterations=steps, name="steps"
-    )
-
-
-def run_forward(cell, projected, states, mask, recurrent_mask, flags, record, unroll=1):
+def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
     """The forward loop; returns (last_output, outputs, states) and, if
-    ``record``, the per-step tensors the backward loop needs. ``unroll`` > 1:
-    a loop of ``unroll`` steps an iteration, then one of the remaining steps."""
+    ``record``, the per-step tensors the backward loop needs."""
     training, zero_output_for_mask, return_sequences, template = flags
     steps = tf.shape(projected[0])[0]
     batch = tf.shape(states[0])[0]
@@ -399,8 +369,11 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record, un
         if return_sequences
         else ()
     )
-    _, outputs, last_output, states, saved = stepped_loop(
-        body, (tf.constant(0), outputs, zeros, tuple(states), saved), steps, unroll
+    _, outputs, last_output, states, saved = tf.while_loop(
+        lambda t, *_: t < steps,
+        body,
+        (tf.constant(0), outputs, zeros, tuple(states), saved),
+        maximum_iterations=steps,
     )
     all_outputs = stacked(outputs, zeros) if return_sequences else last_output[None]
     result = (last_output, all_outputs, tuple(states))
@@ -561,8 +534,7 @@ def fused_recurrence(
     ``compiled``: the XLA-compiled loop with its own gradient; else the same
     loop traced into the caller's graph, with no XLA function and no custom
     gradient (TensorFlow differentiates the loop), so that the graph runs with
-    XLA JIT disabled and converts with tf2onnx; it runs `PORTABLE_UNROLL`
-    steps an iteration.
+    XLA JIT disabled and converts with tf2onnx.
 
     ``loops``: that many loops, each over its own rows of the batch
     (`row_counts`), their results joined. A step treats the rows of a batch
@@ -580,9 +552,7 @@ def fused_recurrence(
         if compiled:
             result = differentiable_recurrence(cell, projected, states, mask, recurrent_mask, flags)
             return tree.flatten(result)
-        result, _ = run_forward(
-            cell, projected, states, mask, recurrent_mask, flags, False, PORTABLE_UNROLL
-        )
+        result, _ = run_forward(cell, projected, states, mask, recurrent_mask, flags, False)
         return tree.flatten(result)
 
     if loops == 1:
