@@ -318,16 +318,17 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
         the fused path's gradient then replays them from the forward pass and
         computes the kernel's gradient as one matmul over all time steps.
         """
-        kernel = self.recurrent_kernel_columns(columns)
         if self._matmul_recorder is None:
-            return ops.matmul(h, kernel)
-        return self._matmul_recorder(h, kernel, columns)
+            return ops.matmul(h, self.recurrent_kernel_columns(columns))
+        return self._matmul_recorder(h, lambda: self.recurrent_kernel_columns(columns), columns)
 
     @contextlib.contextmanager
     def matmuls_recorded(self, recorder: Callable | None) -> Iterator[None]:
         """Within this context every `recurrent_matmul` is
-        ``recorder(h, kernel, columns)`` (the fused path's gradient records and
-        replays them: `keras_rnncells.layers.fused.MatmulRecorder`)."""
+        ``recorder(h, read_kernel, columns)`` (the fused path's gradient records
+        and replays them: `keras_rnncells.layers.fused.MatmulRecorder`), where
+        ``read_kernel()`` reads those columns: the recorder reads them once per
+        loop, so that no step of a loop reads the variable."""
         outer = self._matmul_recorder
         self._matmul_recorder = recorder
         try:

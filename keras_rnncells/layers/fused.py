@@ -62,9 +62,9 @@ class MatmulRecorder:
         self.transposed = transposed
         self.inputs, self.outputs, self.columns = [], [], []
 
-    def __call__(self, h, kernel, columns):
-        if columns not in self.kernels:  # read once: not a variable read per step
-            self.kernels[columns] = tf.convert_to_tensor(kernel)
+    def __call__(self, h, read_kernel, columns):
+        if columns not in self.kernels:  # read once: no variable read in a step
+            self.kernels[columns] = tf.convert_to_tensor(read_kernel())
         kernel = self.kernels[columns]
         self.columns.append(columns)
         if self.saved_outputs is None:

@@ -405,3 +405,17 @@ def test_a_batch_known_at_run_time_runs_one_loop_per_core_in_training_only(seque
         np.testing.assert_allclose(loss, expected_loss, rtol=1e-5, atol=1e-6)
         helpers.assert_all_close(grads, expected_grads, 1e-5, f"{rows} rows: gradients")
         np.testing.assert_allclose(infer_any(x), layer(x), rtol=1e-5, atol=1e-6)
+
+
+def test_no_step_of_the_portable_loop_reads_a_variable():
+    """A recurrent matmul's kernel columns are read once per loop (the
+    recorder calls ``read_kernel`` once), not in every step: the MGU's loop
+    body read its kernel twice a step before."""
+    layer = krc.MGU(UNITS)
+    x = tf.zeros((2, 5, FEATURES))
+    layer(x)
+    graph = tf.function(lambda x: layer(x, training=False)).get_concrete_function(x).graph
+    bodies = [f for f in graph.as_graph_def().library.function if "while_body" in f.signature.name]
+    assert bodies
+    reads = [node.name for body in bodies for node in body.node_def if node.op == "ReadVariableOp"]
+    assert reads == []
