@@ -1,4 +1,5 @@
-"""One loop per core against one loop: the fused path's ``loop_count`` rule.
+"""One loop per core against one loop: the fused path's ``loop_count`` rule;
+and the portable loop's unrolling against none.
 
 On a CPU, ``keras_rnncells.RNN``'s fused path runs a batch as one loop per
 core, each over its own rows, with at least ``LOOP_MIN_ROWS`` rows per loop
@@ -13,8 +14,11 @@ training=False)`` in a ``tf.function`` (the portable loop, no XLA: what
 ``model.predict`` and SavedModels run), ``train`` is forward, mean-square loss,
 backward and an Adam update (the XLA-compiled loop). The single loop is traced
 with ``LOOP_MIN_ROWS`` set above the batch size for that layer's tracing; the
-rule's loops with the shipped value. Within each batch size, ``--repeats``
-round-robin rounds call every function once; the table shows the medians.
+rule's loops with the shipped value. The forward pass is also traced with
+``fused.PORTABLE_UNROLL`` set to 1 (one step an iteration of the portable
+loop, as before the unrolling) beside the shipped value. Within each batch
+size, ``--repeats`` round-robin rounds call every function once; the table
+shows the medians.
 
 Usage (from the repository root)::
 
@@ -36,7 +40,7 @@ import tensorflow as tf
 
 import keras_rnncells
 from benchmarks.speed import int_list, layer_functions, output_path, save_json, time_call
-from keras_rnncells.layers import rnn
+from keras_rnncells.layers import fused, rnn
 
 OURS = {"GRU": keras_rnncells.GRU, "LSTM": keras_rnncells.LSTM, "MGU": keras_rnncells.MGU}
 REFERENCE = {"GRU": "GRU", "LSTM": "LSTM", "MGU": "GRU"}  # Keras' layer each is compared with
@@ -62,20 +66,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def traced(make: Callable, x: tf.Tensor, one_loop: bool) -> dict[str, Callable]:
+def traced(
+    make: Callable, x: tf.Tensor, one_loop: bool, unrolled: bool = True
+) -> dict[str, Callable]:
     """The layer's two functions, traced and warmed up; ``one_loop``: traced
-    with a least row count per loop above the batch size."""
-    shipped = rnn.LOOP_MIN_ROWS
-    rnn.LOOP_MIN_ROWS = x.shape[0] + 1 if one_loop else shipped
+    with a least row count per loop above the batch size; not ``unrolled``:
+    the forward alone, traced with one step an iteration of the portable loop."""
+    shipped = rnn.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL
+    rnn.LOOP_MIN_ROWS = x.shape[0] + 1 if one_loop else shipped[0]
+    fused.PORTABLE_UNROLL = shipped[1] if unrolled else 1
     try:
         layer = make()
         layer.build(x.shape)
         functions = layer_functions(layer)
+        if not unrolled:
+            functions = {"fwd": functions["fwd"]}
         for function in functions.values():
             for _ in range(2):
                 function(x).numpy()
     finally:
-        rnn.LOOP_MIN_ROWS = shipped
+        rnn.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL = shipped
     return functions
 
 
@@ -90,10 +100,11 @@ def measure(batch: int, args: argparse.Namespace) -> list[dict]:
     for name, layer_class in OURS.items():
         variants[name, "one loop"] = traced(lambda c=layer_class: c(units), x, True)
         variants[name, "per core"] = traced(lambda c=layer_class: c(units), x, False)
+        variants[name, "not unrolled"] = traced(lambda c=layer_class: c(units), x, False, False)
         variants[name, "keras loop"] = traced(
             lambda c=layer_class: c(units, implementation="generic"), x, False
         )
-    times = {key: {"fwd": [], "train": []} for key in variants}
+    times = {key: {mode: [] for mode in functions} for key, functions in variants.items()}
     for _ in range(args.repeats):
         for key, functions in variants.items():
             for mode, function in functions.items():
@@ -109,7 +120,8 @@ def measure(batch: int, args: argparse.Namespace) -> list[dict]:
                 "loops": loops_in_a_graph(batch),
                 "keras": keras_ms,
                 **{
-                    variant: ms[name, variant] for variant in ("one loop", "per core", "keras loop")
+                    variant: ms[name, variant]
+                    for variant in ("one loop", "per core", "keras loop", "not unrolled")
                 },
             }
         )
@@ -129,6 +141,7 @@ def table_line(row: dict) -> str:
         row["keras loop"],
         row["keras"],
     )
+    not_unrolled = row["not unrolled"]["fwd"]
     cells = [
         str(row["batch"]),
         f"rnncells.{row['layer']}",
@@ -138,6 +151,9 @@ def table_line(row: dict) -> str:
         f"{keras_loop['fwd']:.2f}",
         f"{one['fwd'] / per_core['fwd']:.2f}x",
         f"{per_core['fwd'] / keras_ms['fwd']:.2f}x",
+        f"{not_unrolled:.2f}",
+        f"{not_unrolled / per_core['fwd']:.2f}x",
+        f"{not_unrolled / keras_ms['fwd']:.2f}x",
         f"{one['train']:.2f}",
         f"{per_core['train']:.2f}",
         f"{one['train'] / per_core['train']:.2f}x",
@@ -148,8 +164,9 @@ def table_line(row: dict) -> str:
 
 HEADER = (
     "| batch | layer | loops | fwd ms, one loop | fwd ms, per core | fwd ms, Keras' loop "
-    "| fwd speed-up | fwd vs Keras | train ms, one loop | train ms, per core "
-    "| train speed-up | train vs Keras |\n|---:|---|" + "---:|" * 10
+    "| fwd speed-up | fwd vs Keras | fwd ms, not unrolled | unrolling speed-up "
+    "| not unrolled vs Keras | train ms, one loop | train ms, per core "
+    "| train speed-up | train vs Keras |\n|---:|---|" + "---:|" * 13
 )
 
 
@@ -158,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     print(
         f"T {args.steps}, input {args.input}, units {args.units}, float32, "
         f"{rnn.executor_cores()} executor cores, LOOP_MIN_ROWS {rnn.LOOP_MIN_ROWS}, "
+        f"PORTABLE_UNROLL {fused.PORTABLE_UNROLL}, "
         f"median of {args.repeats} rounds; vs Keras: per core over keras.layers.GRU "
         "(GRU, MGU) or keras.layers.LSTM (LSTM)\n"
     )

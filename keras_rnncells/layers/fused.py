@@ -44,6 +44,14 @@ import tensorflow as tf
 from keras import tree
 from keras.src.backend import AutocastScope
 
+# Steps per iteration of the portable loop (no XLA): TensorFlow's executor
+# spends about 18 µs on an iteration of a `tf.while_loop` beside its body's
+# ops (about 0.55 µs each), whatever its loop variables, on a 2-core CPU
+# (benchmarks/loop_overhead.py). XLA's loops
+# keep one step an iteration: there unrolling measured no faster
+# (benchmarks/README.md, "Unrolling the portable loop").
+PORTABLE_UNROLL = 4
+
 
 class MatmulRecorder:
     """Bound to a cell while one step is traced: records or replays the
@@ -121,6 +129,16 @@ def stacked(outputs: tf.TensorArray, zeros: tf.Tensor) -> tf.Tensor:
         input_handle=outputs.flow, element_shape=tf.shape(zeros), element_dtype=zeros.dtype
     )
     return tf.ensure_shape(stack, (None, *zeros.shape))
+
+
+def stacked_steps(outputs: tf.TensorArray, zeros: tf.Tensor, count: int) -> tf.Tensor:
+    """`stacked` outputs of steps written ``count`` steps an element (stacked:
+    ``stepped_loop``), as one tensor of shape (steps, *zeros.shape)."""
+    if count == 1:
+        return stacked(outputs, zeros)
+    blocks = stacked(outputs, tf.stack([zeros] * count))
+    steps = tf.reshape(blocks, tf.concat([[-1], tf.shape(zeros)], axis=0))
+    return tf.ensure_shape(steps, (None, *zeros.shape))
 
 
 def state_aliases(matmul_inputs: list, states: list) -> list:
@@ -294,9 +312,57 @@ def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, train
     return output, list(new_states)
 
 
-def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
+def stepped_loop(body, output_list, carry: tuple, steps, unroll: int) -> tuple:
+    """Run ``steps`` steps of ``body``, ``(t, *carry) -> (t + 1, output,
+    *carry)``; ``output_list(size, steps)`` makes a list of ``size`` elements,
+    each the outputs of ``steps`` steps stacked, or ``()`` where the outputs are
+    not kept. ``unroll`` > 1 runs a loop of ``unroll`` steps an iteration
+    (``unrolled_steps``), then one of the remaining steps (``steps``).
+
+    For tf2onnx, whose ONNX ``Loop`` makes every write to a list one element an
+    iteration: an iteration writes one element (its steps' outputs stacked) and
+    each loop writes a list of its own (one passed from loop to loop converts to
+    a tensor of no type, which onnxruntime refuses).
+
+    Returns each loop's list with its steps an element, and the final ``carry``."""
+
+    def stepping(count):
+        def iteration(i, t, outputs, *carry):
+            written = []
+            for _ in range(count):
+                t, output, *carry = body(t, *carry)
+                written.append(output)
+            if isinstance(outputs, tf.TensorArray):
+                outputs = outputs.write(i, tf.stack(written) if count > 1 else output)
+            return (i + 1, t, outputs, *carry)
+
+        return iteration
+
+    t, stacks, blocks = tf.constant(0), [], 0
+    if unroll > 1:
+        blocks = steps // unroll
+        _, t, outputs, *carry = tf.while_loop(
+            lambda i, *_: i < blocks,
+            stepping(unroll),
+            (tf.constant(0), t, output_list(blocks, unroll), *carry),
+            maximum_iterations=blocks,
+            name="unrolled_steps",
+        )
+        stacks.append((outputs, unroll))
+    _, t, outputs, *carry = tf.while_loop(
+        lambda i, t, *_: t < steps,
+        stepping(1),
+        (tf.constant(0), t, output_list(steps - blocks * unroll, 1), *carry),
+        maximum_iterations=steps - blocks * unroll,
+        name="steps",
+    )
+    return [*stacks, (outputs, 1)], tuple(carry)
+
+
+def run_forward(cell, projected, states, mask, recurrent_mask, flags, record, unroll=1):
     """The forward loop; returns (last_output, outputs, states) and, if
-    ``record``, the per-step tensors the backward loop needs."""
+    ``record``, the per-step tensors the backward loop needs. ``unroll`` > 1:
+    a loop of ``unroll`` steps an iteration, then one of the remaining steps."""
     training, zero_output_for_mask, return_sequences, template = flags
     steps = tf.shape(projected[0])[0]
     batch = tf.shape(states[0])[0]
@@ -338,7 +404,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
             step_arrays(parts_saved(probe.outputs)),
         )
 
-    def body(t, outputs, prev_output, states, saved):
+    def body(t, prev_output, states, saved):
         keep = None if mask is None else at(mask, t)[:, None]
         with bound(cell, MatmulRecorder(kernels=probe.kernels), recurrent_mask) as recorder:
             px = [at(p, t) for p in projected]
@@ -359,23 +425,23 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record):
                 [ta.write(t, x) for ta, x in zip(arrays, values)]
                 for arrays, values in zip(saved, now)
             )
-        if return_sequences:
-            outputs = outputs.write(t, output)
-        return t + 1, outputs, output, tuple(new_states), saved
+        return t + 1, output, output, tuple(new_states), saved
 
-    # No TensorArray is carried that is never written: tf2onnx cannot convert one.
-    outputs = (
-        tf.TensorArray(zeros.dtype, size=steps, element_shape=zeros.shape)
-        if return_sequences
-        else ()
+    def output_list(size, steps):
+        # No TensorArray is carried that is never written: tf2onnx cannot convert one.
+        if not return_sequences:
+            return ()
+        shape = zeros.shape if steps == 1 else (steps, *zeros.shape)
+        return tf.TensorArray(zeros.dtype, size=size, element_shape=shape)
+
+    lists, (last_output, states, saved) = stepped_loop(
+        body, output_list, (zeros, tuple(states), saved), steps, unroll
     )
-    _, outputs, last_output, states, saved = tf.while_loop(
-        lambda t, *_: t < steps,
-        body,
-        (tf.constant(0), outputs, zeros, tuple(states), saved),
-        maximum_iterations=steps,
-    )
-    all_outputs = stacked(outputs, zeros) if return_sequences else last_output[None]
+    if return_sequences:
+        stacks = [stacked_steps(outputs, zeros, count) for outputs, count in lists]
+        all_outputs = stacks[0] if len(stacks) == 1 else tf.concat(stacks, axis=0)
+    else:
+        all_outputs = last_output[None]
     result = (last_output, all_outputs, tuple(states))
     return result, tuple(tuple(ta.stack() for ta in arrays) for arrays in saved)
 
@@ -534,7 +600,8 @@ def fused_recurrence(
     ``compiled``: the XLA-compiled loop with its own gradient; else the same
     loop traced into the caller's graph, with no XLA function and no custom
     gradient (TensorFlow differentiates the loop), so that the graph runs with
-    XLA JIT disabled and converts with tf2onnx.
+    XLA JIT disabled and converts with tf2onnx; it runs `PORTABLE_UNROLL`
+    steps an iteration.
 
     ``loops``: that many loops, each over its own rows of the batch
     (`row_counts`), their results joined. A step treats the rows of a batch
@@ -552,7 +619,9 @@ def fused_recurrence(
         if compiled:
             result = differentiable_recurrence(cell, projected, states, mask, recurrent_mask, flags)
             return tree.flatten(result)
-        result, _ = run_forward(cell, projected, states, mask, recurrent_mask, flags, False)
+        result, _ = run_forward(
+            cell, projected, states, mask, recurrent_mask, flags, False, PORTABLE_UNROLL
+        )
         return tree.flatten(result)
 
     if loops == 1:

@@ -1,9 +1,12 @@
-"""benchmarks/loops.py: one loop per core against one loop, in one run."""
+"""benchmarks/loops.py: one loop per core against one loop, and the portable loop's
+unrolling against none, in one run."""
 
 import json
 import math
 
 import pytest
+
+from keras_rnncells.layers.fused import PORTABLE_UNROLL
 
 pytestmark = pytest.mark.slow  # run by `pytest -m slow` (.ci/run), not by default
 
@@ -25,9 +28,12 @@ def test_loops_quick_run(loops, tmp_path, capsys):
         for variant in ("keras", "one loop", "per core", "keras loop"):
             for mode in ("fwd", "train"):
                 assert math.isfinite(row[variant][mode]) and row[variant][mode] > 0
+        assert list(row["not unrolled"]) == ["fwd"]  # the unrolling is the portable loop's
+        assert math.isfinite(row["not unrolled"]["fwd"]) and row["not unrolled"]["fwd"] > 0
     assert {row["loops"] for row in rows if row["batch"] == 2} == {1}  # under LOOP_MIN_ROWS
     printed = capsys.readouterr().out
     assert "| batch | layer | loops |" in printed
+    assert f"PORTABLE_UNROLL {PORTABLE_UNROLL}," in printed
     assert printed.count("| rnncells.") == len(rows)
 
 

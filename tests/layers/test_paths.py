@@ -286,6 +286,30 @@ def test_the_loop_is_compiled_for_training_and_portable_for_inference_graphs(seq
     helpers.assert_all_close(gradients, eager_gradients, what="portable gradients")
 
 
+def test_the_portable_loop_at_lengths_around_its_unrolling(sequences, mask, rng, helpers):
+    """The portable loop runs `fused.PORTABLE_UNROLL` steps an iteration, then
+    the remaining steps one by one. At lengths below, at and past one and two
+    iterations (0 steps: test_keras_arguments.py), with a mask with holes,
+    ``go_backwards`` and initial states, its outputs, states and TensorFlow's
+    gradients of them equal the generic path's."""
+    from keras_rnncells.layers.fused import PORTABLE_UNROLL as k
+
+    kwargs = {"go_backwards": True, "return_sequences": True, "return_state": True}
+    lengths = sorted({1, k - 1, k, k + 1, 2 * k, 2 * k + 1})
+    features = rng.normal(size=(len(sequences), lengths[-1], FEATURES)).astype("float32")
+    holes = np.tile(mask, (1, lengths[-1]))[:, : lengths[-1]]
+    fused, generic = fused_and_generic("gru", features, rng, helpers, "float32", **kwargs)
+    states = [rng.normal(size=(len(features), UNITS)).astype("float32")]
+    with krc.portable():
+        for steps in lengths:
+            call = {"initial_state": states, "mask": holes[:, :steps], "training": False}
+            x = features[:, :steps]
+            actual = tf.function(lambda x, c=call: helpers.outputs_and_gradients(fused, x, **c))(x)
+            expected = helpers.outputs_and_gradients(generic, x, **call)
+            helpers.assert_all_close(actual[0], expected[0], what=f"{steps} steps: outputs")
+            helpers.assert_all_close(actual[1], expected[1], what=f"{steps} steps: gradients")
+
+
 def test_the_loop_switches_hold_for_their_thread_only(sequences):
     """One thread inside ``portable()`` while another traces a training step."""
     import threading
@@ -314,11 +338,15 @@ def test_the_loop_switches_hold_for_their_thread_only(sequences):
 
 def loop_calls(function, *args) -> dict:
     """How many compiled loops (calls of ``fused.differentiable_recurrence``)
-    and portable loops (``While`` ops) the graph of ``function(*args)`` holds."""
+    and portable loops the graph of ``function(*args)`` holds. A portable loop
+    is two ``While`` ops: ``unrolled_steps`` (`fused.PORTABLE_UNROLL` steps an
+    iteration), then ``steps`` for the rest; this counts the ``steps``."""
     nodes = function.get_concrete_function(*args).graph.as_graph_def().node
     called = [n.attr["f"].func.name for n in nodes if n.op.endswith("PartitionedCall")]
     compiled = [f for f in called if "differentiable_recurrence" in f and "backward" not in f]
-    portable = [n for n in nodes if n.op in ("While", "StatelessWhile")]
+    loops = [n.name.rsplit("/", 1)[-1] for n in nodes if n.op in ("While", "StatelessWhile")]
+    portable = [name for name in loops if name.startswith("steps")]
+    assert len(portable) == len([n for n in loops if n.startswith("unrolled_steps")]), loops
     return {"compiled": len(compiled), "portable": len(portable)}
 
 
@@ -415,7 +443,7 @@ def test_no_step_of_the_portable_loop_reads_a_variable():
     x = tf.zeros((2, 5, FEATURES))
     layer(x)
     graph = tf.function(lambda x: layer(x, training=False)).get_concrete_function(x).graph
-    bodies = [f for f in graph.as_graph_def().library.function if "while_body" in f.signature.name]
+    bodies = [f for f in graph.as_graph_def().library.function if "_body_" in f.signature.name]
     assert bodies
     reads = [node.name for body in bodies for node in body.node_def if node.op == "ReadVariableOp"]
     assert reads == []
