@@ -58,7 +58,7 @@ USE_CUDNN = ("auto", True, False)
 LEGACY_IMPLEMENTATIONS = (0, 1, 2)
 SEQUENCES = ("batch", "timesteps", "features")
 # The fewest rows of a batch that the fused path runs as a loop of their own (`loop_count`).
-LOOP_MIN_ROWS = 8
+LOOP_MIN_ROWS = 4
 
 # How the fused loop is traced: "auto" (see the module docstring), "portable"
 # (`portable()`) or "compiled" (`compiled_inference()`).
@@ -145,7 +145,9 @@ def loop_count(batch: int | None, compiled: bool) -> int:
     loop, and the portable loop's chain of small ops, run a step on one core;
     TensorFlow's executor runs independent loops on separate cores. On 2 cores,
     two loops trained our GRU, LSTM and MGU 1.2x to 1.6x faster from batch 16
-    up, and ran their portable loops 1.2x to 1.5x faster at batch 64 and 128
+    up, and ran their portable loops 1.2x to 1.5x faster at batch 64 and 128;
+    two loops of 4 rows trained them 1.06x to 1.15x faster at batch 8 (1.18x
+    to 1.41x at batch 12), with their forward passes 0.92x to 1.10x
     (benchmarks/loops.py; benchmarks/README.md, "One loop per core").
 
     A batch known only at run time gets one loop per core in a compiled loop
