@@ -47,9 +47,9 @@ from keras.src.backend import AutocastScope
 # Steps per iteration of the portable loop (no XLA): TensorFlow's executor
 # spends about 18 µs on an iteration of a `tf.while_loop` beside its body's
 # ops (about 0.55 µs each), whatever its loop variables, on a 2-core CPU
-# (benchmarks/loop_overhead.py). XLA's loops
-# keep one step an iteration: there unrolling measured no faster
-# (benchmarks/README.md, "Unrolling the portable loop").
+# (benchmarks/loop_overhead.py). XLA's loops keep one step an iteration: there
+# unrolling measured no faster (benchmarks/README.md, "Unrolling the portable
+# loop").
 PORTABLE_UNROLL = 4
 
 
@@ -314,8 +314,8 @@ def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, train
 
 def stepped_loop(body, output_list, carry: tuple, steps, unroll: int) -> tuple:
     """Run ``steps`` steps of ``body``, ``(t, *carry) -> (t + 1, output,
-    *carry)``; ``output_list(size, steps)`` makes a list of ``size`` elements,
-    each the outputs of ``steps`` steps stacked, or ``()`` where the outputs are
+    *carry)``; ``output_list(size, count)`` makes a list of ``size`` elements,
+    each the outputs of ``count`` steps stacked, or ``()`` where the outputs are
     not kept. ``unroll`` > 1 runs a loop of ``unroll`` steps an iteration
     (``unrolled_steps``), then one of the remaining steps (``steps``).
 
@@ -324,7 +324,7 @@ def stepped_loop(body, output_list, carry: tuple, steps, unroll: int) -> tuple:
     each loop writes a list of its own (one passed from loop to loop converts to
     a tensor of no type, which onnxruntime refuses).
 
-    Returns each loop's list with its steps an element, and the final ``carry``."""
+    Returns ``(list, count)`` for each loop, in order, and the final ``carry``."""
 
     def stepping(count):
         def iteration(i, t, outputs, *carry):
@@ -427,11 +427,11 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record, un
             )
         return t + 1, output, output, tuple(new_states), saved
 
-    def output_list(size, steps):
+    def output_list(size, count):
         # No TensorArray is carried that is never written: tf2onnx cannot convert one.
         if not return_sequences:
             return ()
-        shape = zeros.shape if steps == 1 else (steps, *zeros.shape)
+        shape = zeros.shape if count == 1 else (count, *zeros.shape)
         return tf.TensorArray(zeros.dtype, size=size, element_shape=shape)
 
     lists, (last_output, states, saved) = stepped_loop(
