@@ -10,7 +10,7 @@ every variant once. The table shows the median microseconds per iteration.
 
 Usage (from the repository root)::
 
-    python benchmarks/loop_overhead.py
+    PYTHONPATH=. python benchmarks/loop_overhead.py
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 from collections.abc import Callable, Sequence
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import tensorflow as tf
+
+from benchmarks.speed import time_call
 
 VARIANTS = [(2, 0), (2, 10), (2, 20), (10, 0), (20, 0), (40, 0), (80, 0)]  # (ops, extra)
 
@@ -59,11 +60,9 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     times: dict = {variant: [] for variant in VARIANTS}
     for _ in range(args.repeats):
         for variant, function in functions.items():
-            start = time.perf_counter()
-            function(x).numpy()
-            times[variant].append(time.perf_counter() - start)
+            times[variant].append(time_call(function, x))
     rows = [
-        {"ops": ops, "extra": extra, "us": statistics.median(times[ops, extra]) * 1e6 / args.steps}
+        {"ops": ops, "extra": extra, "us": statistics.median(times[ops, extra]) * 1e3 / args.steps}
         for ops, extra in VARIANTS
     ]
     print(f"{args.steps} iterations, (1, 128) float32, median of {args.repeats} rounds\n")

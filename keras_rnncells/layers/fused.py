@@ -45,8 +45,8 @@ from keras import tree
 from keras.src.backend import AutocastScope
 
 # Steps per iteration of the portable loop (no XLA): TensorFlow's executor
-# spends about 18 µs on an iteration of a `tf.while_loop` beside its body's
-# ops (about 0.55 µs each), whatever its loop variables, on a 2-core CPU
+# spends 9 to 20 µs on an iteration of a `tf.while_loop` beside its body's
+# ops (0.27 to 0.55 µs each), whatever its loop variables, on a 2-core CPU
 # (benchmarks/loop_overhead.py). XLA's loops keep one step an iteration: there
 # unrolling measured no faster (benchmarks/README.md, "Unrolling the portable
 # loop").
@@ -349,11 +349,12 @@ def stepped_loop(body, output_list, carry: tuple, steps, unroll: int) -> tuple:
             name="unrolled_steps",
         )
         stacks.append((outputs, unroll))
+    rest = steps - blocks * unroll
     _, t, outputs, *carry = tf.while_loop(
         lambda i, t, *_: t < steps,
         stepping(1),
-        (tf.constant(0), t, output_list(steps - blocks * unroll, 1), *carry),
-        maximum_iterations=steps - blocks * unroll,
+        (tf.constant(0), t, output_list(rest, 1), *carry),
+        maximum_iterations=rest,
         name="steps",
     )
     return [*stacks, (outputs, 1)], tuple(carry)
