@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -592,7 +591,6 @@ def fused_recurrence(
     zero_output_for_mask: bool,
     return_sequences: bool,
     compiled: bool = True,
-    loops: int = 1,
 ) -> tuple:
     """Run ``cell`` over time-major projected inputs (the structure
     ``cell.step_inputs`` returned: a tuple of tensors, possibly nested);
@@ -604,36 +602,17 @@ def fused_recurrence(
     XLA JIT disabled and converts with tf2onnx; it runs `PORTABLE_UNROLL`
     steps an iteration.
 
-    ``loops``: that many loops, each over its own rows of the batch
-    (`row_counts`), their results joined. A step treats the rows of a batch
-    independently (a cell whose step mixes them, as batch statistics do, trains
-    on the generic path: ``fused_training_conflicts``), so this changes no
-    number, and TensorFlow's executor runs the loops on separate cores where
-    one loop keeps one (``layers.rnn.loop_count``).
-
     Returns ``(last_output, outputs, final_states)`` with ``outputs`` of shape
     (T, B, output_size), or (1, B, output_size) without ``return_sequences``.
     """
     flat, flags = recurrence_flags(projected, training, zero_output_for_mask, return_sequences)
-
-    def loop(projected, states, mask, recurrent_mask) -> list:
-        if compiled:
-            result = differentiable_recurrence(cell, projected, states, mask, recurrent_mask, flags)
-            return tree.flatten(result)
+    if compiled:
+        result = differentiable_recurrence(cell, flat, tuple(states), mask, recurrent_mask, flags)
+    else:
         result, _ = run_forward(
-            cell, projected, states, mask, recurrent_mask, flags, False, PORTABLE_UNROLL
+            cell, flat, tuple(states), mask, recurrent_mask, flags, False, PORTABLE_UNROLL
         )
-        return tree.flatten(result)
-
-    if loops == 1:
-        last_output, outputs, *final_states = loop(flat, tuple(states), mask, recurrent_mask)
-        return last_output, outputs, final_states
-    batch = states[0].shape[0]
-    counts = row_counts(tf.shape(states[0])[0] if batch is None else batch, loops)
-    results = [loop(*inputs) for inputs in row_parts(counts, flat, states, mask, recurrent_mask)]
-    last_output, outputs, *final_states = (
-        tf.concat(part, axis=1 if index == 1 else 0) for index, part in enumerate(zip(*results))
-    )
+    last_output, outputs, *final_states = tree.flatten(result)
     return last_output, outputs, final_states
 
 
@@ -645,25 +624,33 @@ def row_counts(batch: int | tf.Tensor, loops: int) -> list:
 
 
 def row_parts(
-    counts: list, projected: tuple, states: list, mask: Any, recurrent_mask: Any
-) -> Iterator[tuple]:
-    """``(projected, states, mask, recurrent_mask)`` of each part of the batch
-    rows, ``counts`` rows each: the time-major tensors split on their second
-    axis, the states and the recurrent-dropout mask on their first (a
-    DropConnect mask, shaped as the recurrent kernel, is every part's)."""
+    loops: int, sequences: tf.Tensor, states: list, mask: Any, recurrent_mask: Any
+) -> list[tuple]:
+    """``(sequences, states, mask, recurrent_mask)`` of each of ``loops`` parts
+    of the batch rows (`row_counts`), every tensor split on its first axis (the
+    batch-major sequences and mask, the states, the recurrent-dropout mask of
+    the states; a DropConnect mask, shaped as the recurrent kernel, is every
+    part's). One part is the batch itself. Splitting the rows before the
+    input projection copies nothing: TensorFlow's split on the first axis
+    returns slices of its input."""
+    if loops == 1:
+        return [(sequences, states, mask, recurrent_mask)]
+    batch = sequences.shape[0]
+    counts = row_counts(tf.shape(sequences)[0] if batch is None else batch, loops)
     sizes = counts if all(isinstance(c, int) for c in counts) else tf.stack(counts)
 
-    def split(tensor, axis):
-        return tf.split(tensor, sizes, axis=axis)
+    def split(tensor):
+        return tf.split(tensor, sizes, axis=0)
 
-    every = len(counts)
-    return zip(
-        zip(*(split(p, 1) for p in projected)),
-        zip(*(split(s, 0) for s in states)),
-        [None] * every if mask is None else split(mask, 1),
-        [recurrent_mask] * every
-        if recurrent_mask is None or recurrent_mask.state is None
-        else [recurrent_mask._replace(state=s) for s in split(recurrent_mask.state, 0)],
+    return list(
+        zip(
+            split(sequences),
+            zip(*(split(s) for s in states)),
+            [None] * loops if mask is None else split(mask),
+            [recurrent_mask] * loops
+            if recurrent_mask is None or recurrent_mask.state is None
+            else [recurrent_mask._replace(state=s) for s in split(recurrent_mask.state)],
+        )
     )
 
 

@@ -49,7 +49,7 @@ from tensorflow.python.ops import control_flow_util  # no public name for the XL
 
 from keras_rnncells.cells.base import AbstractRNNCell
 from keras_rnncells.checks import check_input, check_shape, shapes_compatible
-from keras_rnncells.layers.fused import fused_recurrence
+from keras_rnncells.layers.fused import fused_recurrence, row_parts
 
 IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
 USE_CUDNN = ("auto", True, False)
@@ -140,10 +140,10 @@ def in_xla_function() -> bool:
 
 def loop_count(batch: int | None, compiled: bool) -> int:
     """How many loops the fused path runs a batch of ``batch`` rows (None: known
-    only at run time) as, each over its own rows (`fused_recurrence`'s
-    ``loops``): one per core, each of at least ``LOOP_MIN_ROWS`` rows. XLA's CPU
-    loop, and the portable loop's chain of small ops, run a step on one core;
-    TensorFlow's executor runs independent loops on separate cores. On 2 cores,
+    only at run time) as, each over its own rows (`fused.row_parts`): one per
+    core, each of at least ``LOOP_MIN_ROWS`` rows. XLA's CPU loop, and the
+    portable loop's chain of small ops, run a step on one core; TensorFlow's
+    executor runs independent loops on separate cores. On 2 cores,
     two loops trained our GRU, LSTM and MGU 1.2x to 1.6x faster from batch 16
     up, and ran their portable loops 1.2x to 1.5x faster at batch 64 and 128;
     two loops of 4 rows trained them 1.06x to 1.15x faster at batch 8 (1.18x
@@ -391,33 +391,48 @@ class RNN(keras.layers.RNN):
 
     def fused_loop(self, sequences, initial_state, mask, training):
         """The fused path, compiled (training steps, eager calls) or portable
-        (inference graphs, ``portable()``): see the module docstring."""
+        (inference graphs, ``portable()``): see the module docstring. The
+        batch runs as `loop_count` loops, each over its own rows
+        (`fused.row_parts`), split before the input projection: each loop
+        projects its own rows, so no projected sequence is copied to be split.
+        Dropout masks are drawn for the whole batch first."""
         cell = self.cell
         sequences = drop_inputs(cell, sequences, training)
+        recurrent_mask = cell.get_recurrent_dropout_mask(initial_state[0]) if training else None
+        compiled = compiles_loop(training)
+        loops = loop_count(sequences.shape[0], compiled)
+        parts = row_parts(loops, sequences, initial_state, mask, recurrent_mask)
+        results = [self.fused_rows(*part, training, compiled) for part in parts]
+        last_output, outputs, *states = (
+            part[0] if loops == 1 else tf.concat(part, axis=0)
+            for part in zip(*(tree.flatten(result) for result in results))
+        )
+        if self.return_sequences:  # the loop's TensorArray loses the static step count
+            outputs = tf.ensure_shape(outputs, (None, sequences.shape[1], None))
+        return last_output, outputs, states
+
+    def fused_rows(self, sequences, states, mask, recurrent_mask, training, compiled):
+        """One fused loop over batch-major ``sequences`` (some rows of the
+        batch): ``(last_output, outputs, states)``, ``outputs`` batch-major."""
+        cell = self.cell
         projected = cell.step_inputs(ops.transpose(sequences, (1, 0, 2)), training)
         if mask is not None:
             mask = ops.transpose(mask, (1, 0))
         if self.go_backwards:
             projected = tree.map_structure(lambda p: ops.flip(p, axis=0), projected)
             mask = None if mask is None else ops.flip(mask, axis=0)
-        recurrent_mask = cell.get_recurrent_dropout_mask(initial_state[0]) if training else None
-        compiled = compiles_loop(training)
         last_output, outputs, states = fused_recurrence(
             cell,
             projected,
-            initial_state,
+            list(states),
             mask,
             recurrent_mask,
             bool(training),
             bool(self.zero_output_for_mask),
             bool(self.return_sequences),
             compiled=compiled,
-            loops=loop_count(sequences.shape[0], compiled),
         )
-        outputs = ops.transpose(outputs, (1, 0, 2))
-        if self.return_sequences:  # the loop's TensorArray loses the static step count
-            outputs = tf.ensure_shape(outputs, (None, sequences.shape[1], None))
-        return last_output, outputs, list(states)
+        return last_output, ops.transpose(outputs, (1, 0, 2)), states
 
     def cudnn_loop(self, sequences, initial_state, mask, training):
         """Keras' cuDNN kernel, its padded outputs made to match the other paths."""
