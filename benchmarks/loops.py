@@ -117,7 +117,7 @@ def measure(batch: int, args: argparse.Namespace) -> list[dict]:
             {
                 "batch": batch,
                 "layer": name,
-                "loops": loops_in_a_graph(batch),
+                "loops": loops_in_a_graph(batch, args.steps),
                 "keras": keras_ms,
                 **{
                     variant: ms[name, variant]
@@ -128,10 +128,14 @@ def measure(batch: int, args: argparse.Namespace) -> list[dict]:
     return rows
 
 
-def loops_in_a_graph(batch: int) -> int:
-    """How many loops the rule runs this batch as in a traced step (eagerly, one)."""
+def loops_in_a_graph(batch: int, steps: int) -> dict[str, int]:
+    """How many loops the rule runs this batch as in a traced forward pass
+    (portable loops) and training step (compiled loops); eagerly, one."""
     with tf.Graph().as_default():
-        return rnn.loop_count(batch, compiled=True)
+        return {
+            mode: rnn.loop_count(batch, steps, compiled=mode == "train")
+            for mode in ("fwd", "train")
+        }
 
 
 def table_line(row: dict) -> str:
@@ -145,7 +149,7 @@ def table_line(row: dict) -> str:
     cells = [
         str(row["batch"]),
         f"rnncells.{row['layer']}",
-        str(row["loops"]),
+        f"{row['loops']['fwd']} / {row['loops']['train']}",
         f"{one['fwd']:.2f}",
         f"{per_core['fwd']:.2f}",
         f"{keras_loop['fwd']:.2f}",
@@ -163,9 +167,9 @@ def table_line(row: dict) -> str:
 
 
 HEADER = (
-    "| batch | layer | loops | fwd ms, one loop | fwd ms, per core | fwd ms, Keras' loop "
-    "| fwd speed-up | fwd vs Keras | fwd ms, not unrolled | unrolling speed-up "
-    "| not unrolled vs Keras | train ms, one loop | train ms, per core "
+    "| batch | layer | loops (fwd / train) | fwd ms, one loop | fwd ms, per core "
+    "| fwd ms, Keras' loop | fwd speed-up | fwd vs Keras | fwd ms, not unrolled "
+    "| unrolling speed-up | not unrolled vs Keras | train ms, one loop | train ms, per core "
     "| train speed-up | train vs Keras |\n|---:|---|" + "---:|" * 13
 )
 
@@ -175,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     print(
         f"T {args.steps}, input {args.input}, units {args.units}, float32, "
         f"{rnn.executor_cores()} executor cores, LOOP_MIN_ROWS {rnn.LOOP_MIN_ROWS}, "
+        f"PORTABLE_MIN_ROW_STEPS {rnn.PORTABLE_MIN_ROW_STEPS}, "
         f"PORTABLE_UNROLL {fused.PORTABLE_UNROLL}, "
         f"median of {args.repeats} rounds; vs Keras: per core over keras.layers.GRU "
         "(GRU, MGU) or keras.layers.LSTM (LSTM)\n"

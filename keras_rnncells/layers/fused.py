@@ -630,9 +630,11 @@ def row_parts(
     of the batch rows (`row_counts`), every tensor split on its first axis (the
     batch-major sequences and mask, the states, the recurrent-dropout mask of
     the states; a DropConnect mask, shaped as the recurrent kernel, is every
-    part's). One part is the batch itself. Splitting the rows before the
-    input projection copies nothing: TensorFlow's split on the first axis
-    returns slices of its input."""
+    part's). One part is the batch itself. Split before the input
+    projection, each part is a contiguous block of the batch-major inputs
+    (TensorFlow shares the input's buffer where a row's bytes are aligned);
+    the time-major projected sequence split on its batch axis was a strided
+    copy."""
     if loops == 1:
         return [(sequences, states, mask, recurrent_mask)]
     batch = sequences.shape[0]

@@ -59,6 +59,9 @@ LEGACY_IMPLEMENTATIONS = (0, 1, 2)
 SEQUENCES = ("batch", "timesteps", "features")
 # The fewest rows of a batch that the fused path runs as a loop of their own (`loop_count`).
 LOOP_MIN_ROWS = 4
+# The fewest rows times time steps (where the graph knows its steps) that a portable loop
+# of their own runs (`loop_count`).
+PORTABLE_MIN_ROW_STEPS = 160
 
 # How the fused loop is traced: "auto" (see the module docstring), "portable"
 # (`portable()`) or "compiled" (`compiled_inference()`).
@@ -138,10 +141,14 @@ def in_xla_function() -> bool:
     return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
 
 
-def loop_count(batch: int | None, compiled: bool) -> int:
-    """How many loops the fused path runs a batch of ``batch`` rows (None: known
-    only at run time) as, each over its own rows (`fused.row_parts`): one per
-    core, each of at least ``LOOP_MIN_ROWS`` rows. XLA's CPU loop, and the
+def loop_count(batch: int | None, steps: int | None, compiled: bool) -> int:
+    """How many loops the fused path runs a batch of ``batch`` rows of ``steps``
+    time steps (None: known only at run time) as, each over its own rows
+    (`fused.row_parts`): one per core, each of at least ``LOOP_MIN_ROWS`` rows,
+    and a portable loop of at least ``PORTABLE_MIN_ROW_STEPS`` rows times steps
+    where the steps are known (the second loop's fixed costs lost to one loop
+    at batch 8 and 20 steps, and won at 100 steps, and at batch 16 and 20
+    steps: benchmarks/README.md, "One loop per core"). XLA's CPU loop, and the
     portable loop's chain of small ops, run a step on one core; TensorFlow's
     executor runs independent loops on separate cores. On 2 cores,
     two loops trained our GRU, LSTM and MGU 1.2x to 1.6x faster from batch 16
@@ -162,7 +169,10 @@ def loop_count(batch: int | None, compiled: bool) -> int:
     cores = executor_cores()
     if batch is None:
         return cores if compiled else 1
-    return max(1, min(cores, batch // LOOP_MIN_ROWS))
+    loops = min(cores, batch // LOOP_MIN_ROWS)
+    if not compiled and steps is not None:
+        loops = min(loops, batch * steps // PORTABLE_MIN_ROW_STEPS)
+    return max(1, loops)
 
 
 @keras.saving.register_keras_serializable(package="keras_rnncells")
@@ -400,7 +410,7 @@ class RNN(keras.layers.RNN):
         sequences = drop_inputs(cell, sequences, training)
         recurrent_mask = cell.get_recurrent_dropout_mask(initial_state[0]) if training else None
         compiled = compiles_loop(training)
-        loops = loop_count(sequences.shape[0], compiled)
+        loops = loop_count(sequences.shape[0], sequences.shape[1], compiled)
         parts = row_parts(loops, sequences, initial_state, mask, recurrent_mask)
         results = [self.fused_rows(*part, training, compiled) for part in parts]
         last_output, outputs, *states = (

@@ -24,15 +24,17 @@ def test_loops_quick_run(loops, tmp_path, capsys):
         (batch, layer) for batch in (2, 16) for layer in ("GRU", "LSTM", "MGU")
     ]
     for row in rows:
-        assert row["loops"] == loops.loops_in_a_graph(row["batch"])
+        assert row["loops"] == loops.loops_in_a_graph(row["batch"], 5)  # --quick: T 5
         for variant in ("keras", "one loop", "per core", "keras loop"):
             for mode in ("fwd", "train"):
                 assert math.isfinite(row[variant][mode]) and row[variant][mode] > 0
         assert list(row["not unrolled"]) == ["fwd"]  # the unrolling is the portable loop's
         assert math.isfinite(row["not unrolled"]["fwd"]) and row["not unrolled"]["fwd"] > 0
-    assert {row["loops"] for row in rows if row["batch"] == 2} == {1}  # under LOOP_MIN_ROWS
+    # under LOOP_MIN_ROWS; at 16 rows of 5 steps, under PORTABLE_MIN_ROW_STEPS for the forward
+    assert [row["loops"] for row in rows if row["batch"] == 2] == [{"fwd": 1, "train": 1}] * 3
+    assert {row["loops"]["fwd"] for row in rows if row["batch"] == 16} == {1}
     printed = capsys.readouterr().out
-    assert "| batch | layer | loops |" in printed
+    assert "| batch | layer | loops (fwd / train) |" in printed
     assert f"PORTABLE_UNROLL {PORTABLE_UNROLL}," in printed
     assert printed.count("| rnncells.") == len(rows)
 

@@ -354,12 +354,13 @@ def loop_calls(function, *args) -> dict:
 def four_cores(monkeypatch):
     """The fused path's rule for how many loops run a batch (layers/rnn.py,
     ``loop_count``) as on a machine whose executor has 4 cores, with no least
-    number of rows per loop: conftest's batch of 9 rows runs as 4 loops of 3,
-    2, 2 and 2 rows."""
+    number of rows (or rows times steps) per loop: conftest's batch of 9 rows
+    runs as 4 loops of 3, 2, 2 and 2 rows."""
     from keras_rnncells.layers import rnn
 
     monkeypatch.setattr(rnn, "executor_cores", lambda: 4)
     monkeypatch.setattr(rnn, "LOOP_MIN_ROWS", 1)
+    monkeypatch.setattr(rnn, "PORTABLE_MIN_ROW_STEPS", 1)
 
 
 @pytest.mark.cell_sweep
