@@ -340,8 +340,12 @@ def stepped_loop(body, output_list, carry: tuple, steps, unroll: int) -> tuple:
     t, stacks, blocks = tf.constant(0), [], 0
     if unroll > 1:
         blocks = steps // unroll
+        # `maximum_iterations` alone bounds it: with `blocks` also captured by
+        # the condition, tf2onnx fed the condition its int64 copy of a known
+        # trip count where the loop body expects int32, and onnxruntime
+        # refused the model (Keras' own ONNX export at a fixed length).
         _, t, outputs, *carry = tf.while_loop(
-            lambda i, *_: i < blocks,
+            lambda *_: tf.constant(True),
             stepping(unroll),
             (tf.constant(0), t, output_list(blocks, unroll), *carry),
             maximum_iterations=blocks,
