@@ -408,21 +408,22 @@ def test_keras_own_onnx_export_of_every_cell(tmp_path, run_onnx_in_child):
         np.testing.assert_allclose(found[name], value, atol=1e-5, err_msg=cell)
 
 
-def test_keras_own_onnx_export_at_a_fixed_length(tmp_path, run_onnx_in_child):
-    """``model.export(format="onnx")`` of models whose batch and length are
-    fixed (the trip counts of the portable loop known when traced): a length
-    shorter than one unrolled iteration, whole iterations only, and both loops
-    with the batch split into two loops (``layers/rnn.py: loop_count``). Each
-    gives Keras' answer in onnxruntime, in a process without TensorFlow; a
-    known trip count once made a model onnxruntime refused ("Tensor element
-    type mismatch")."""
+def test_keras_own_exports_at_a_fixed_length(tmp_path, run_onnx_in_child, serve_like_tf_serving):
+    """``model.export(format="onnx")`` and ``model.export()`` (a SavedModel) of
+    models whose batch and length are fixed (the trip counts of the portable
+    loop known when traced): a length shorter than one unrolled iteration,
+    whole iterations only, and both loops with the batch split into two loops
+    (``layers/rnn.py: loop_count``). Each gives Keras' answer in onnxruntime,
+    in a process without TensorFlow, and served as a stock TF Serving runs it;
+    a known trip count once made an ONNX model onnxruntime refused ("Tensor
+    element type mismatch")."""
     from keras_rnncells.layers import fused, rnn
 
     shapes = [(1, 3), (2, 2 * fused.PORTABLE_UNROLL), (16, 5 * fused.PORTABLE_UNROLL + 1)]
     with tf.Graph().as_default():
         assert rnn.loop_count(16, shapes[-1][1], compiled=False) == min(2, rnn.executor_cores())
     rng = np.random.default_rng(2)
-    jobs, expected = [], []
+    jobs, served_jobs, expected = [], [], []
     for batch, steps in shapes:
         keras.utils.set_random_seed(batch)
         x = keras.Input((steps, 3), batch_size=batch, name="x")
@@ -432,10 +433,19 @@ def test_keras_own_onnx_export_at_a_fixed_length(tmp_path, run_onnx_in_child):
         path = tmp_path / f"mgu-{batch}x{steps}.onnx"
         model.export(path, format="onnx", verbose=False)
         jobs.append((path, {"x": values}))
-    for (path, _), found, value in zip(jobs, run_onnx_in_child(jobs, tmp_path / "run"), expected):
-        assert isinstance(found, dict), f"{path.name}: {found}"  # else onnxruntime's error
-        (answer,) = found.values()
-        np.testing.assert_allclose(answer, value, atol=1e-5, err_msg=path.name)
+        model.export(tmp_path / path.stem, verbose=False)
+        served_jobs.append((tmp_path / path.stem, {"x": values}))
+    answers = zip(
+        jobs,
+        run_onnx_in_child(jobs, tmp_path / "run"),
+        serve_like_tf_serving(served_jobs, tmp_path / "serve"),
+        expected,
+    )
+    for (path, _), found, served, value in answers:
+        for answered in (found, served):
+            assert isinstance(answered, dict), f"{path.name}: {answered}"  # else the error
+            (answer,) = answered.values()
+            np.testing.assert_allclose(answer, value, atol=1e-5, err_msg=path.name)
 
 
 def test_a_conversion_tf2onnx_cannot_do_raises(tmp_path):
