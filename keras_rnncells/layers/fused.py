@@ -634,11 +634,13 @@ def row_parts(
     of the batch rows (`row_counts`), every tensor split on its first axis (the
     batch-major sequences and mask, the states, the recurrent-dropout mask of
     the states; a DropConnect mask, shaped as the recurrent kernel, is every
-    part's). One part is the batch itself. Split before the input
-    projection, each part is a contiguous block of the batch-major inputs
-    (TensorFlow shares the input's buffer where a row's bytes are aligned);
-    the time-major projected sequence split on its batch axis was a strided
-    copy."""
+    part's). One part is the batch itself. A step treats the rows of a batch
+    independently (a cell whose step mixes them, as batch statistics do,
+    trains on the generic path: ``fused_training_conflicts``), so the parts
+    change no number. Split before the input projection, each part is a
+    contiguous block of the batch-major inputs (TensorFlow shares the input's
+    buffer where a row's bytes are aligned); the time-major projected sequence
+    split on its batch axis was a strided copy."""
     if loops == 1:
         return [(sequences, states, mask, recurrent_mask)]
     batch = sequences.shape[0]
