@@ -6,7 +6,7 @@ from typing import Any
 
 from keras import initializers, ops
 
-from keras_rnncells.cells.base import DenseGatesCell
+from keras_rnncells.cells.base import DenseGatesCell, input_product
 from keras_rnncells.cells.gru import GRUCell
 from keras_rnncells.cells.lstm import LSTMCell
 from keras_rnncells.cells.registry import register_cell
@@ -94,7 +94,7 @@ class MultiplicativeIntegration(DenseGatesCell):
             setattr(self, name, vector)
 
     def project_inputs(self, inputs):
-        wx = ops.matmul(inputs, self.kernel)
+        wx = input_product(inputs, self.kernel)
         scale = self.alpha * wx + self.beta1
         offset = self.beta2 * wx
         if self.input_bias is not None:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from keras import activations, ops
 
-from keras_rnncells.cells.base import GatedCell, Tensor
+from keras_rnncells.cells.base import GatedCell, Tensor, input_product
 from keras_rnncells.cells.registry import register_cell
 
 
@@ -63,7 +63,7 @@ class MutatedUnitCell(GatedCell):
         super().build(input_shape)
 
     def project_inputs(self, inputs: Tensor) -> tuple:
-        matmuls = ops.split(ops.matmul(inputs, self.kernel), len(self.kernel_blocks), axis=-1)
+        matmuls = ops.split(input_product(inputs, self.kernel), len(self.kernel_blocks), axis=-1)
         terms = dict(zip(self.kernel_blocks, matmuls))
         if self.raw_input is not None:
             block, activation = self.raw_input

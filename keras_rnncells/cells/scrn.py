@@ -7,7 +7,7 @@ from typing import Any
 
 from keras import initializers, ops
 
-from keras_rnncells.cells.base import DenseGatesCell
+from keras_rnncells.cells.base import DenseGatesCell, input_product
 from keras_rnncells.cells.registry import register_cell
 from keras_rnncells.checks import check_positive_int
 
@@ -115,7 +115,7 @@ class SCRNCell(DenseGatesCell):
         return ops.sigmoid(self.alpha_logit) if self.learn_alpha else self.alpha
 
     def project_inputs(self, inputs):
-        x_h, x_s = ops.split(ops.matmul(inputs, self.kernel), [self.units], axis=-1)
+        x_h, x_s = ops.split(input_product(inputs, self.kernel), [self.units], axis=-1)
         if self.bias is not None:
             x_h = x_h + self.bias
         return x_h, (1.0 - self.decay()) * x_s

@@ -136,8 +136,14 @@ def stacked_steps(outputs: tf.TensorArray, zeros: tf.Tensor, count: int) -> tf.T
     if count == 1:
         return stacked(outputs, zeros)
     blocks = stacked(outputs, tf.stack([zeros] * count))
-    steps = tf.reshape(blocks, tf.concat([[-1], tf.shape(zeros)], axis=0))
-    return tf.ensure_shape(steps, (None, *zeros.shape))
+    # (blocks, count, *zeros.shape) to (blocks * count, 1, *zeros.shape): a 0 in
+    # the target (no block, an empty batch) is on an axis whose size is 0 too, so
+    # ONNX's Reshape, which (as tf2onnx writes it) reads a 0 as "the input's size
+    # on that axis", reads the same shape. The sizes are zeros', not the blocks':
+    # tf2onnx's stack of an empty list has a batch of 0.
+    sizes = [tf.shape(blocks)[0] * count, 1]
+    steps = tf.reshape(blocks, tf.concat([sizes, tf.shape(zeros)], axis=0))
+    return tf.ensure_shape(tf.squeeze(steps, 1), (None, *zeros.shape))
 
 
 def state_aliases(matmul_inputs: list, states: list) -> list:

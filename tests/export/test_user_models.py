@@ -379,9 +379,9 @@ def test_a_version_another_export_holds_is_skipped_or_refused(tmp_path, capsys):
 def test_keras_own_onnx_export_of_every_cell(tmp_path, run_onnx_in_child):
     """A user's plain ``model.export(format="onnx")`` of a model holding a
     layer of every registered cell over masked ids (one row all padding) gives
-    Keras' answer in onnxruntime (a process without TensorFlow). Every other
-    cell returns its sequence (one export for both: tf2onnx takes seconds per
-    layer)."""
+    Keras' answer in onnxruntime (a process without TensorFlow), and a batch
+    of 0 rows its empty answer. Every other cell returns its sequence (one
+    export for both: tf2onnx takes seconds per layer)."""
     keras.utils.set_random_seed(0)
     ids = keras.Input((None,), dtype="int32", name="ids")
     embedded = keras.layers.Embedding(VOCABULARY, UNITS, mask_zero=True)(ids)
@@ -397,8 +397,11 @@ def test_keras_own_onnx_export_of_every_cell(tmp_path, run_onnx_in_child):
     expected = model.predict(tokens, verbose=0)
     path = tmp_path / "keras.onnx"
     model.export(path, format="onnx", verbose=False)
-    (found,) = run_onnx_in_child([(path, {"ids": tokens})], tmp_path / "run")
+    found, empty = run_onnx_in_child(
+        [(path, {"ids": tokens}), (path, {"ids": tokens[:0]})], tmp_path / "run"
+    )
     assert isinstance(found, dict), found  # else onnxruntime's error
+    assert isinstance(empty, dict), empty  # a batch of 0 rows
     import onnx
 
     # the graph's outputs in the model's order (tf2onnx names them Identity_<i>:0)
@@ -406,6 +409,7 @@ def test_keras_own_onnx_export_of_every_cell(tmp_path, run_onnx_in_child):
     assert len(names) == len(expected) == len(kr.list_cells())
     for cell, value, name in zip(kr.list_cells(), expected, names):
         np.testing.assert_allclose(found[name], value, atol=1e-5, err_msg=cell)
+        assert empty[name].shape == (0, *value.shape[1:]), cell
 
 
 def test_keras_own_exports_at_a_fixed_length(tmp_path, run_onnx_in_child, serve_like_tf_serving):
@@ -446,6 +450,52 @@ def test_keras_own_exports_at_a_fixed_length(tmp_path, run_onnx_in_child, serve_
             assert isinstance(answered, dict), f"{path.name}: {answered}"  # else the error
             (answer,) = answered.values()
             np.testing.assert_allclose(answer, value, atol=1e-5, err_msg=path.name)
+
+
+def test_keras_own_exports_answer_empty_batches_and_sequences(
+    tmp_path, run_onnx_in_child, serve_like_tf_serving
+):
+    """Keras' own ONNX and SavedModel exports of a model of any batch and
+    length (MGU's loop, GRU and LSTM, sequences and last outputs) answer a
+    batch of 0 rows, 0 steps, both, one step and lengths around the unrolled
+    loop's iterations with the shapes and numbers of the model itself, in
+    onnxruntime (no TensorFlow) and as a stock TF Serving runs them. tf2onnx
+    leaves ONNX's ``Reshape`` reading a 0 as "copy the input's size": a 0 row
+    batch once failed in onnxruntime, and 0 rows in 0 steps came back as 4 rows."""
+    from keras_rnncells.layers import fused
+
+    keras.utils.set_random_seed(3)
+    x = keras.Input((None, 3), name="x")
+    outputs = [
+        kr.MGU(UNITS, return_sequences=True)(x),
+        kr.GRU(UNITS, return_sequences=True)(x),
+        kr.LSTM(UNITS)(x),
+    ]
+    model = keras.Model(x, outputs)
+    model.predict(np.zeros((1, 2, 3), "float32"), verbose=0)
+    path = tmp_path / "keras.onnx"
+    model.export(path, format="onnx", verbose=False)
+    model.export(tmp_path / "saved", verbose=False)
+    rng = np.random.default_rng(4)
+    shapes = [(0, 5), (1, 0), (0, 0), (1, 1), (3, 2 * fused.PORTABLE_UNROLL + 1), (2, 7)]
+    feeds = [{"x": rng.normal(size=(*shape, 3)).astype("float32")} for shape in shapes]
+    found = run_onnx_in_child([(path, feed) for feed in feeds], tmp_path / "run")
+    served = serve_like_tf_serving([(tmp_path / "saved", feed) for feed in feeds], tmp_path / "s")
+    import onnx
+
+    names = [output.name for output in onnx.load(path).graph.output]
+    for shape, feed, onnx_answer, served_answer in zip(shapes, feeds, found, served):
+        if shape[1]:
+            expected = [np.asarray(value) for value in model(feed["x"], training=False)]
+        else:  # refused when called eagerly; a graph's layer ends in its initial state
+            expected = [np.zeros((*shape, UNITS))] * 2 + [np.zeros((shape[0], UNITS))]
+        assert [value.shape for value in expected] == [(*shape, UNITS)] * 2 + [(shape[0], UNITS)]
+        assert isinstance(onnx_answer, dict), f"{shape}: {onnx_answer}"  # else the error
+        assert isinstance(served_answer, dict), f"{shape}: {served_answer}"
+        for value, name, served_value in zip(expected, names, served_answer.values()):
+            for answer in (onnx_answer[name], served_value):
+                assert answer.shape == value.shape, f"{shape}: {answer.shape} != {value.shape}"
+                np.testing.assert_allclose(answer, value, atol=1e-5, err_msg=str(shape))
 
 
 def test_a_conversion_tf2onnx_cannot_do_raises(tmp_path):
