@@ -7,7 +7,9 @@ run:
 
 * forward: ``layer(x, training=False)`` inside a ``tf.function``. For our
   layers this is the portable loop, with no XLA: the form that every inference
-  graph, ``model.predict`` and SavedModels get.
+  graph, ``model.predict`` and SavedModels get. With ``--any-shape`` it is
+  traced for any batch and steps, as a served model's signature is (the
+  batch then is known only at run time: ``layers/rnn.py: loop_count``).
 * train: forward + mean-square loss + backward + Adam update inside one
   ``tf.function`` (as ``model.fit`` runs it: not XLA-compiled at the outer
   level unless ``--outer-jit``). Our layers run their XLA-compiled loop here.
@@ -37,6 +39,7 @@ Usage (from the repository root, with the package importable)::
     python benchmarks/speed.py                       # B=32, T=100, in 64, units 128
     python benchmarks/speed.py --batch 256 --steps 50 --units 256
     python benchmarks/speed.py --cells gru,mgu --json speed.json
+    python benchmarks/speed.py --batch 1 --steps 20 --any-shape   # as served
 """
 
 from __future__ import annotations
@@ -139,6 +142,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, help="timed calls per function (default 7)")
     parser.add_argument("--warmup", type=int, help="untimed calls first (default 2)")
     parser.add_argument("--outer-jit", action="store_true", help="jit_compile the functions")
+    parser.add_argument(
+        "--any-shape",
+        action="store_true",
+        help="trace the forward pass for any batch and steps, as a served model's signature",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny shapes, 1 warmup, 3 repeats")
     parser.add_argument("--json", metavar="PATH", help="also save the rows as JSON")
     args = parser.parse_args(argv)
@@ -303,9 +311,12 @@ class Timed:
     times: dict[str, list[float]] = field(default_factory=lambda: {"fwd": [], "train": []})
 
 
-def layer_functions(layer: keras.layers.Layer, outer_jit: bool = False) -> dict[str, Callable]:
+def layer_functions(
+    layer: keras.layers.Layer, outer_jit: bool = False, forward_spec: tf.TensorSpec | None = None
+) -> dict[str, Callable]:
     """The (built) layer's forward and training-step functions, not yet traced:
-    ``"fwd"`` is ``layer(x, training=False)``; ``"train"`` is forward, mean-square
+    ``"fwd"`` is ``layer(x, training=False)`` (traced for ``forward_spec`` where
+    given, else for each input's shape); ``"train"`` is forward, mean-square
     loss, backward and an Adam update, returning the loss."""
     optimizer = keras.optimizers.Adam(1e-3)
     optimizer.build(layer.trainable_variables)
@@ -320,17 +331,25 @@ def layer_functions(layer: keras.layers.Layer, outer_jit: bool = False) -> dict[
         optimizer.apply(grads, layer.trainable_variables)
         return loss
 
+    signature = None if forward_spec is None else [forward_spec]
     return {
-        key: tf.function(python_function, jit_compile=outer_jit)
-        for key, python_function in (("fwd", forward), ("train", train_step))
+        "fwd": tf.function(forward, jit_compile=outer_jit, input_signature=signature),
+        "train": tf.function(train_step, jit_compile=outer_jit),
     }
 
 
 def prepare(
-    bench: Bench, layer: keras.layers.Layer, x: tf.Tensor, warmup: int, outer_jit: bool = False
+    bench: Bench,
+    layer: keras.layers.Layer,
+    x: tf.Tensor,
+    warmup: int,
+    outer_jit: bool = False,
+    any_shape: bool = False,
 ) -> Timed:
-    """Build the two functions of the (built) layer once, traced and warmed up."""
-    functions = layer_functions(layer, outer_jit)
+    """Build the two functions of the (built) layer once, traced and warmed up;
+    with ``any_shape`` the forward pass for any batch and steps."""
+    spec = tf.TensorSpec((None, None, x.shape[-1]), x.dtype) if any_shape else None
+    functions = layer_functions(layer, outer_jit, spec)
     for function in functions.values():
         for _ in range(1 + warmup):  # trace and compile, then warm up
             function(x).numpy()
@@ -506,7 +525,8 @@ def report(
     paths = sorted({row.path for row in rows if row.path != "keras"})
     lines = [
         f"Shape: batch {args.batch}, steps {args.steps}, input {args.input}, units "
-        f"{args.units}, {args.dtype}; outer jit_compile={args.outer_jit}; median of "
+        f"{args.units}, {args.dtype}; outer jit_compile={args.outer_jit}; forward traced for "
+        f"{'any batch and steps (as served)' if args.any_shape else 'this shape'}; median of "
         f"{args.repeats} round-robin rounds after {args.warmup} warm-up call(s).",
         f"Peak: {peak:.1f} GFLOP/s ({PEAK_SIZE[args.quick]}² @ {PEAK_SIZE[args.quick]}² "
         f"{args.dtype} matmul, same run).",
@@ -556,7 +576,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         except ValueError as error:  # a cell that cannot take this shape
             skipped[bench.label] = str(error)
             continue
-        timed.append(prepare(bench, layer, x, args.warmup, args.outer_jit))
+        timed.append(prepare(bench, layer, x, args.warmup, args.outer_jit, args.any_shape))
     time_round_robin(timed, x, args.repeats)
     rows = [row(entry, x) for entry in timed]
     derive(rows, peak)

@@ -94,6 +94,29 @@ def test_speed_quick_run(speed, tmp_path, capsys):
         assert f"- {'PASS' if goal['passed'] else 'FAIL'}: {text}: {goal['measured']}" in printed
 
 
+def test_speed_any_shape_traces_the_forward_pass_once_for_every_shape(speed, capsys):
+    """``--any-shape``: the forward pass of each layer is traced once, for any
+    batch and steps (as a served model's signature), and the report says so;
+    without it, another shape is another trace."""
+    import keras
+    import tensorflow as tf
+
+    import keras_rnncells
+
+    x = tf.random.normal((3, 5, 4))
+    for any_shape, traces in ((True, 1), (False, 2)):
+        layer = keras_rnncells.MGU(5)
+        layer.build(tuple(x.shape))
+        bench = speed.Bench("rnncells.MGU", lambda layer=layer: layer)
+        timed = speed.prepare(bench, layer, x, 0, any_shape=any_shape)
+        forward = timed.functions["fwd"]
+        assert forward(tf.random.normal((2, 7, 4))).shape == (2, 5)
+        assert forward.experimental_get_tracing_count() == traces
+    keras.backend.clear_session()
+    speed.main(["--quick", "--cells", "simple", "--any-shape"])
+    assert "forward traced for any batch and steps (as served)" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("slower", [1.0, 1.01])
 def test_speed_goals_are_the_floors(speed, slower):
     """Our times at exactly the floors pass; 1% slower, each floor fails."""
