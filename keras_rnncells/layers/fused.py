@@ -51,6 +51,31 @@ from keras.src.backend import AutocastScope
 # loop").
 PORTABLE_UNROLL = 4
 
+# TensorFlow's CPU MatMul ran a one-row product (a batch of 1, as served) of at
+# most 16,384 multiply-adds in 2 to 4 µs on this 2-core host, and one of 32,768
+# to 65,536 in 16 to 25 µs: from there it hands the product to its intra-op
+# threads. At 128 units the GRU's and LSTM's recurrent products in column
+# blocks of that size took 0.4x to 1.06x the time of one product from 8 to 64
+# rows, and 1.25x to 1.34x at 128 (benchmarks/matmul_bound.py; benchmarks/
+# README.md, "Recurrent products in column blocks"). So the portable loop runs a
+# product of at most `BLOCK_ROWS` rows in column blocks where 2 to `MAX_BLOCKS`
+# blocks of at most `BLOCK_MACS` one-row multiply-adds do.
+BLOCK_MACS = 16384
+MAX_BLOCKS = 4
+BLOCK_ROWS = 64
+
+
+def column_blocks(kernel: tf.Tensor) -> list[int]:
+    """The column widths of the blocks that the portable loop runs a product
+    with ``kernel`` as: one block, or at most `MAX_BLOCKS` of at most
+    `BLOCK_MACS` one-row multiply-adds each."""
+    depth, columns = kernel.shape
+    width = max(1, BLOCK_MACS // depth)
+    count = -(-columns // width)
+    if count == 1 or count > MAX_BLOCKS:
+        return [columns]
+    return [width] * (count - 1) + [columns - width * (count - 1)]
+
 
 class MatmulRecorder:
     """Bound to a cell while one step is traced: records or replays the
@@ -60,13 +85,17 @@ class MatmulRecorder:
     loop (XLA would otherwise copy the slices at every step); a replaying
     recorder also takes ``transposed``, the same slices transposed before the
     loop: XLA's CPU dot with a transposed operand ran a 32x512 @ (128x512)ᵀ
-    product 1.35x slower than with the transpose taken once."""
+    product 1.35x slower than with the transpose taken once.
 
-    def __init__(self, saved_outputs=None, tape=None, kernels=None, transposed=None):
+    ``blocks`` (the portable loop's `ColumnBlocks`, none elsewhere) runs
+    products of few rows in column blocks."""
+
+    def __init__(self, saved_outputs=None, tape=None, kernels=None, transposed=None, blocks=None):
         self.saved_outputs = saved_outputs
         self.tape = tape
         self.kernels = {} if kernels is None else kernels
         self.transposed = transposed
+        self.blocks = blocks
         self.inputs, self.outputs, self.columns = [], [], []
 
     def __call__(self, h, read_kernel, columns):
@@ -75,7 +104,7 @@ class MatmulRecorder:
         kernel = self.kernels[columns]
         self.columns.append(columns)
         if self.saved_outputs is None:
-            output = tf.matmul(h, kernel)
+            output = self.product(h, kernel, columns)
         else:
             saved = self.saved_outputs[len(self.outputs)]
             output = replayed_matmul(h, self.transposed[columns], saved)
@@ -83,6 +112,41 @@ class MatmulRecorder:
         self.inputs.append(h)
         self.outputs.append(output)
         return output
+
+    def product(self, h, kernel, columns):
+        if self.blocks is None or (h.shape[0] or 0) > BLOCK_ROWS:
+            return tf.matmul(h, kernel)
+        return self.blocks.product(h, kernel, columns)
+
+
+class ColumnBlocks:
+    """The portable loop's recurrent products of at most `BLOCK_ROWS` rows,
+    each in the column blocks of `column_blocks`: the blocks of each kernel
+    slice (by column range) and, where the batch size is known only at run
+    time, whether it is at most that, taken where first seen (the probe step,
+    before the loop). There a ``tf.cond`` in each step picks the blocks or one
+    product."""
+
+    def __init__(self) -> None:
+        self.kernels: dict = {}
+        self.few_rows: tf.Tensor | None = None
+
+    def product(self, h: tf.Tensor, kernel: tf.Tensor, columns: Any) -> tf.Tensor:
+        if columns not in self.kernels:
+            widths = column_blocks(kernel)
+            self.kernels[columns] = tf.split(kernel, widths, axis=1) if len(widths) > 1 else None
+        blocks = self.kernels[columns]
+        if blocks is None:
+            return tf.matmul(h, kernel)
+
+        def in_blocks():
+            return tf.concat([tf.matmul(h, block) for block in blocks], axis=1)
+
+        if h.shape[0] is not None:
+            return in_blocks()
+        if self.few_rows is None:
+            self.few_rows = tf.shape(h)[0] <= BLOCK_ROWS
+        return tf.cond(self.few_rows, in_blocks, lambda: tf.matmul(h, kernel))
 
 
 @tf.custom_gradient
@@ -269,12 +333,14 @@ def columns_of(tensor: tf.Tensor, part: Part) -> tf.Tensor:
     return tensor[..., part.start : part.stop]
 
 
-def probe_step(cell, template, px, states, recurrent_mask, training, parts):
+def probe_step(cell, template, px, states, recurrent_mask, training, parts, blocked=False):
     """One step traced on ``px`` and ``states`` (zeros shaped as one step) to
     find its recurrent matmuls: returns the recorder that saw them and, if
     ``parts``, each one's `matmul_parts` (a graph is needed: the portable loop
-    also runs eagerly, without them)."""
-    with bound(cell, MatmulRecorder(), recurrent_mask) as probe:
+    also runs eagerly, without them). ``blocked``: products of few rows in
+    column blocks (the portable loop: `ColumnBlocks`)."""
+    recorder = MatmulRecorder(blocks=ColumnBlocks() if blocked else None)
+    with bound(cell, recorder, recurrent_mask) as probe:
         cell.step(packed(template, px), list(states), training)
     return probe, [matmul_parts(output, px) for output in probe.outputs] if parts else []
 
@@ -371,8 +437,10 @@ def stepped_loop(body, output_list, carry: tuple, steps, unroll: int) -> tuple:
 
 def run_forward(cell, projected, states, mask, recurrent_mask, flags, record, unroll=1):
     """The forward loop; returns (last_output, outputs, states) and, if
-    ``record``, the per-step tensors the backward loop needs. ``unroll`` > 1:
-    a loop of ``unroll`` steps an iteration, then one of the remaining steps."""
+    ``record``, the per-step tensors the backward loop needs. ``unroll`` > 1
+    (the portable loop): a loop of ``unroll`` steps an iteration, then one of
+    the remaining steps, and recurrent products of few rows in column blocks
+    (`ColumnBlocks`)."""
     training, zero_output_for_mask, return_sequences, template = flags
     steps = tf.shape(projected[0])[0]
     batch = tf.shape(states[0])[0]
@@ -383,7 +451,9 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record, un
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape) for x in tensors]
 
     probe_px = [first_step(p) for p in projected]
-    probe, parts = probe_step(cell, template, probe_px, states, recurrent_mask, training, record)
+    probe, parts = probe_step(
+        cell, template, probe_px, states, recurrent_mask, training, record, blocked=unroll > 1
+    )
     aliases = state_aliases(probe.inputs, list(states))
     shared, saved_parts = sharing(parts, len(projected)), unshared(parts)
 
@@ -416,7 +486,8 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record, un
 
     def body(t, prev_output, states, saved):
         keep = None if mask is None else at(mask, t)[:, None]
-        with bound(cell, MatmulRecorder(kernels=probe.kernels), recurrent_mask) as recorder:
+        recorder = MatmulRecorder(kernels=probe.kernels, blocks=probe.blocks)
+        with bound(cell, recorder, recurrent_mask) as recorder:
             px = [at(p, t) for p in projected]
             output, new_states = masked_step(
                 cell,

@@ -5,6 +5,8 @@ where layers are used: in ``tf.function``, in ``model.fit`` with and without
 
 from __future__ import annotations
 
+import itertools
+import re
 import warnings
 
 import keras
@@ -448,3 +450,62 @@ def test_no_step_of_the_portable_loop_reads_a_variable():
     assert bodies
     reads = [node.name for body in bodies for node in body.node_def if node.op == "ReadVariableOp"]
     assert reads == []
+
+
+@pytest.mark.parametrize(
+    "name, blocks",
+    [
+        ("gru", 3),
+        pytest.param("lstm", 4, marks=pytest.mark.slow),
+        pytest.param("mgu", 2, marks=pytest.mark.slow),
+    ],
+)
+def test_products_of_few_rows_run_in_column_blocks(name, blocks, rng, helpers, monkeypatch):
+    """The portable loop runs a recurrent product of at most `fused.BLOCK_ROWS`
+    rows in column blocks (`fused.column_blocks`): at 128 units the GRU's in 3,
+    the LSTM's in 4, ``MGU(reset_after=True)``'s in 2; past that many rows, one
+    product; for a batch known only at run time, a ``tf.cond`` picks. Its
+    outputs, states and TensorFlow's gradients equal the generic path's, with
+    initial states and past one unrolled iteration (in float64: float32 sums
+    of 128 terms differ by the order of the summands). One loop over the rows,
+    whatever the cores."""
+    from keras_rnncells.layers import rnn
+    from keras_rnncells.layers.fused import BLOCK_ROWS
+
+    monkeypatch.setattr(rnn, "executor_cores", lambda: 1)
+    options = {"reset_after": True} if name == "mgu" else {}
+    kwargs = {"return_sequences": True, "return_state": True, "dtype": "float64"}
+    fused, generic = (
+        krc.RNN(krc.get_cell(name)(128, dtype="float64", **options), implementation=path, **kwargs)
+        for path in ("fused", "generic")
+    )
+    fused.build((None, None, FEATURES)), generic.build((None, None, FEATURES))
+    helpers.randomize_weights(fused, rng)
+    generic.set_weights(fused.get_weights())
+    any_rows = tf.TensorSpec((None, 9, FEATURES), tf.float64)
+    for rows, spec in itertools.product((1, BLOCK_ROWS + 1), (None, any_rows)):
+        x = tf.constant(rng.normal(size=(rows, 9, FEATURES)))
+        sizes = keras.tree.flatten(fused.cell.state_size)
+        states = [rng.normal(size=(rows, size)) for size in sizes]
+        call = {"initial_state": states, "training": False}
+        with krc.portable():
+            forward = tf.function(lambda x, c=call: helpers.outputs_and_gradients(fused, x, **c))
+            actual = forward(x)
+            signature = None if spec is None else [spec]
+            traced = tf.function(lambda x: fused(x, training=False), input_signature=signature)
+            graph = traced.get_concrete_function(*([] if spec else [x])).graph
+        expected = helpers.outputs_and_gradients(generic, x, **call)
+        what = f"{rows} rows, {'any' if spec else 'known'} batch"
+        helpers.assert_all_close(actual[0], expected[0], what=f"{what}: outputs")
+        helpers.assert_all_close(actual[1], expected[1], what=f"{what}: gradients")
+        functions = graph.as_graph_def().library.function
+        bodies = [f for f in functions if "_body_" in f.signature.name]
+        branches = [f for f in functions if re.search("cond_(true|false)_", f.signature.name)]
+        products = sorted(sum(n.op == "MatMul" for n in f.node_def) for f in bodies + branches)
+        if spec is not None:  # the steps' conds: branches of blocks and of one product
+            pairs = (len(products) - 2) // 2
+            assert pairs and products == [0, 0] + [1] * pairs + [blocks] * pairs, (what, products)
+        elif rows == 1:
+            assert products == [blocks, 4 * blocks], (what, products)
+        else:
+            assert products == [1, 4], (what, products)
