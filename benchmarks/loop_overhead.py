@@ -24,7 +24,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import tensorflow as tf
 
-from benchmarks.speed import time_call
+from benchmarks.speed import round_robin
 
 VARIANTS = [(2, 0), (2, 10), (2, 20), (10, 0), (20, 0), (40, 0), (80, 0)]  # (ops, extra)
 
@@ -54,13 +54,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     tf.get_logger().setLevel("ERROR")  # one tf.function a variant is by design: no retracing
     x = tf.zeros((1, 128))
     functions = {variant: loop(args.steps, *variant) for variant in VARIANTS}
-    for function in functions.values():
-        for _ in range(3):
-            function(x).numpy()
-    times: dict = {variant: [] for variant in VARIANTS}
-    for _ in range(args.repeats):
-        for variant, function in functions.items():
-            times[variant].append(time_call(function, x))
+    times = round_robin(functions, x, args.repeats)
     rows = [
         {"ops": ops, "extra": extra, "us": statistics.median(times[ops, extra]) * 1e3 / args.steps}
         for ops, extra in VARIANTS

@@ -14,10 +14,16 @@ them, with orthogonal kernels (the state's norm stays put):
 
 Each bound loop is shaped as the portable loop is (``layers/fused.py``):
 ``PORTABLE_UNROLL`` steps an iteration and the batch split into
-``rnn.loop_count`` loops over their own rows, run at once by the executor. A
-layer's forward pass cannot run faster than its bound loop plus its gate math,
-so a bound above a floor says the floor is out of reach of any loop of
-TensorFlow ops on this machine.
+``rnn.loop_count`` loops over their own rows, run at once by the executor.
+Beside them, an MGU forward pass written as plainly as TensorFlow ops allow,
+shaped the same way: what it takes beyond the matmuls is the step's gate math,
+its reads and writes and the loop, which any loop of TensorFlow ops pays.
+
+A second table times each op of a step alone in a loop, at one row (a batch of
+1, as served), at a loop's rows, at the batch, at ``fused.BLOCK_ROWS`` rows and
+twice that: among them the GRU's units x 3·units recurrent product whole and
+in the column blocks that the portable loop runs a product of at most
+``BLOCK_ROWS`` rows as (``fused.column_blocks``).
 
 Usage (from the repository root)::
 
@@ -37,8 +43,8 @@ import keras
 import tensorflow as tf
 
 import keras_rnncells
-from benchmarks.speed import MGU_FWD_VS_GRU, layer_functions, time_call
-from keras_rnncells.layers.fused import PORTABLE_UNROLL, row_counts
+from benchmarks.speed import MGU_FWD_VS_GRU, layer_functions, round_robin
+from keras_rnncells.layers.fused import BLOCK_ROWS, PORTABLE_UNROLL, column_blocks, row_counts
 from keras_rnncells.layers.rnn import loop_count
 
 # The recurrent products of one step, in order: each takes the previous one's
@@ -53,15 +59,23 @@ LAYERS = {
     ),
 }
 REFERENCE = "keras.layers.GRU"
-# The ops of a step timed alone (`op_costs`), each applied to the (rows, units) state
-# ``h`` with ``kernel`` (units, units), ``gain`` (rows, units, values near 1) and
+# The ops of a step timed alone (`op_costs`), each applied to the (rows, units)
+# state ``h`` with ``kernels``: "units" (units, units), "wide" (units, 3·units, the
+# GRU's recurrent kernel) and "blocks" (the wide kernel's column blocks, as
+# `fused.column_blocks` splits it), ``gain`` (rows, units, values near 1) and
 # ``sequence`` (steps, rows, units) at step ``t``.
 STEP_OPS = {
-    "MatMul (units x units)": lambda h, kernel, gain, sequence, t: tf.matmul(h, kernel),
-    "Sigmoid": lambda h, kernel, gain, sequence, t: tf.sigmoid(h),
-    "Tanh": lambda h, kernel, gain, sequence, t: tf.tanh(h),
-    "Mul": lambda h, kernel, gain, sequence, t: h * gain,
-    "GatherV2 (a step's input)": lambda h, kernel, gain, sequence, t: tf.gather(sequence, t),
+    "MatMul (units x units)": lambda h, kernels, gain, sequence, t: tf.matmul(h, kernels["units"]),
+    "MatMul (units x 3·units)": lambda h, kernels, gain, sequence, t: tf.matmul(h, kernels["wide"])[
+        :, : h.shape[1]
+    ],
+    "the same in column blocks": lambda h, kernels, gain, sequence, t: tf.concat(
+        [tf.matmul(h, block) for block in kernels["blocks"]], axis=1
+    )[:, : h.shape[1]],
+    "Sigmoid": lambda h, kernels, gain, sequence, t: tf.sigmoid(h),
+    "Tanh": lambda h, kernels, gain, sequence, t: tf.tanh(h),
+    "Mul": lambda h, kernels, gain, sequence, t: h * gain,
+    "GatherV2 (a step's input)": lambda h, kernels, gain, sequence, t: tf.gather(sequence, t),
 }
 OPS_AN_ITERATION, ITERATIONS = 20, 200
 
@@ -164,7 +178,12 @@ def bare_mgu(batch: int, steps: int, inputs: int, units: int) -> Callable:
 def op_loop(op: Callable | None, rows: int, units: int) -> Callable:
     """A traced loop of ``ITERATIONS`` iterations, each applying ``op``
     ``OPS_AN_ITERATION`` times (none: an empty loop)."""
-    kernel = orthogonal(units, 1)
+    wide = orthogonal(units, 3)
+    kernels = {
+        "units": orthogonal(units, 1),
+        "wide": wide,
+        "blocks": tf.split(wide, column_blocks(wide), axis=1),
+    }
     gain = tf.random.uniform((rows, units), 0.999, 1.001)
     sequence = tf.random.uniform((ITERATIONS * OPS_AN_ITERATION, rows, units), -1, 1)
 
@@ -172,7 +191,7 @@ def op_loop(op: Callable | None, rows: int, units: int) -> Callable:
     def run(h):
         def iteration(i, h):
             for k in range(OPS_AN_ITERATION if op else 0):
-                h = op(h, kernel, gain, sequence, i * OPS_AN_ITERATION + k)
+                h = op(h, kernels, gain, sequence, i * OPS_AN_ITERATION + k)
             return i + 1, h
 
         return tf.while_loop(lambda i, h: i < ITERATIONS, iteration, (tf.constant(0), h))[1]
@@ -187,12 +206,7 @@ def op_costs(row_sizes: Sequence[int], units: int, repeats: int) -> dict:
     for rows in row_sizes:
         h = tf.linalg.l2_normalize(tf.random.normal((rows, units)), axis=1)
         loops = {name: op_loop(op, rows, units) for name, op in [("", None), *STEP_OPS.items()]}
-        for function in loops.values():
-            function(h).numpy()
-        times: dict = {name: [] for name in loops}
-        for _ in range(repeats):
-            for name, function in loops.items():
-                times[name].append(time_call(function, h))
+        times = round_robin(loops, h, repeats, warmup=1)
         empty = statistics.median(times.pop(""))
         for name, t in times.items():
             us = (statistics.median(t) - empty) * 1e3 / (ITERATIONS * OPS_AN_ITERATION)
@@ -224,13 +238,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     functions["MGU written plainly in TensorFlow ops"] = bare_mgu(
         args.batch, args.steps, args.input, args.units
     )
-    for function in functions.values():
-        for _ in range(3):
-            function(x).numpy()
-    times: dict = {label: [] for label in functions}
-    for _ in range(args.repeats):
-        for label, function in functions.items():
-            times[label].append(time_call(function, x))
+    times = round_robin(functions, x, args.repeats)
     reference = statistics.median(times[REFERENCE])
     rows = [
         {"forward": label, "ms": statistics.median(t), "vs": statistics.median(t) / reference}
@@ -253,7 +261,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         f"written plainly {plain:.2f}x, of which its recurrent matmuls {matmuls:.2f}x and the "
         f"rest of its step (gate math, reads, writes, the loop) {plain - matmuls:.2f}x."
     )
-    row_sizes = sorted({1, row_counts(args.batch, loops)[0], args.batch})
+    loop_rows = row_counts(args.batch, loops)[0]
+    row_sizes = sorted({1, loop_rows, args.batch, BLOCK_ROWS, 2 * BLOCK_ROWS})
     costs = op_costs(row_sizes, args.units, args.repeats)
     print(
         f"\nEach op alone in a loop ({ITERATIONS} iterations of {OPS_AN_ITERATION}), less an "

@@ -280,6 +280,19 @@ def time_call(function: Callable, x: tf.Tensor) -> float:
     return 1e3 * (time.perf_counter() - start)
 
 
+def round_robin(functions: dict, x: tf.Tensor, repeats: int, warmup: int = 3) -> dict:
+    """Each of ``functions`` (by key) called ``warmup`` times, then ``repeats``
+    rounds that time every one once: the times (ms) of each, by key."""
+    for function in functions.values():
+        for _ in range(warmup):
+            function(x).numpy()
+    times: dict = {key: [] for key in functions}
+    for _ in range(repeats):
+        for key, function in functions.items():
+            times[key].append(time_call(function, x))
+    return times
+
+
 def median_time(function: Callable, x: tf.Tensor, warmup: int, repeats: int) -> float:
     """Median wall time of ``function(x)`` in ms over ``repeats`` calls."""
     for _ in range(warmup):

@@ -23,9 +23,11 @@ def test_matmul_bound_quick_run(load_script, capsys):
     ]
     assert all(math.isfinite(row["ms"]) and row["ms"] > 0 for row in rows)
     assert rows[0]["vs"] == 1.0
-    # each op of a step at 1 row and the batch's 9 rows (one loop at this shape)
+    # each op of a step at 1 row, the batch's 9 rows (one loop at this shape), and
+    # at the most rows the portable loop runs in column blocks and twice that
+    sizes = (1, 9, bound.BLOCK_ROWS, 2 * bound.BLOCK_ROWS)
     assert [(op["op"], op["rows"]) for op in result["ops"]] == [
-        (name, rows) for rows in (1, 9) for name in bound.STEP_OPS
+        (name, rows) for rows in sizes for name in bound.STEP_OPS
     ]
     assert all(math.isfinite(op["us"]) for op in result["ops"])
     printed = capsys.readouterr().out
