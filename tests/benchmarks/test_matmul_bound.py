@@ -3,9 +3,11 @@
 import math
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 
+@pytest.mark.slow
 def test_matmul_bound_quick_run(load_script, capsys):
     args = ["--batch", "9", "--steps", "6", "--input", "5", "--units", "8", "--repeats", "1"]
     bound = load_script("matmul_bound")
