@@ -104,7 +104,10 @@ class MatmulRecorder:
         kernel = self.kernels[columns]
         self.columns.append(columns)
         if self.saved_outputs is None:
-            output = self.product(h, kernel, columns)
+            if self.blocks is None:
+                output = tf.matmul(h, kernel)
+            else:
+                output = self.blocks.product(h, kernel, columns)
         else:
             saved = self.saved_outputs[len(self.outputs)]
             output = replayed_matmul(h, self.transposed[columns], saved)
@@ -113,25 +116,21 @@ class MatmulRecorder:
         self.outputs.append(output)
         return output
 
-    def product(self, h, kernel, columns):
-        if self.blocks is None or (h.shape[0] or 0) > BLOCK_ROWS:
-            return tf.matmul(h, kernel)
-        return self.blocks.product(h, kernel, columns)
-
 
 class ColumnBlocks:
     """The portable loop's recurrent products of at most `BLOCK_ROWS` rows,
     each in the column blocks of `column_blocks`: the blocks of each kernel
-    slice (by column range) and, where the batch size is known only at run
-    time, whether it is at most that, taken where first seen (the probe step,
-    before the loop). There a ``tf.cond`` in each step picks the blocks or one
-    product."""
+    slice and, where the batch size is known only at run time, whether it is
+    at most that, taken where first seen (the probe step, before the loop).
+    There a ``tf.cond`` in each step picks the blocks or one product."""
 
     def __init__(self) -> None:
-        self.kernels: dict = {}
+        self.kernels: dict = {}  # column range -> its kernel slice's blocks, or None
         self.few_rows: tf.Tensor | None = None
 
     def product(self, h: tf.Tensor, kernel: tf.Tensor, columns: Any) -> tf.Tensor:
+        if h.shape[0] is not None and h.shape[0] > BLOCK_ROWS:
+            return tf.matmul(h, kernel)
         if columns not in self.kernels:
             widths = column_blocks(kernel)
             self.kernels[columns] = tf.split(kernel, widths, axis=1) if len(widths) > 1 else None
@@ -339,8 +338,8 @@ def probe_step(cell, template, px, states, recurrent_mask, training, parts, bloc
     ``parts``, each one's `matmul_parts` (a graph is needed: the portable loop
     also runs eagerly, without them). ``blocked``: products of few rows in
     column blocks (the portable loop: `ColumnBlocks`)."""
-    recorder = MatmulRecorder(blocks=ColumnBlocks() if blocked else None)
-    with bound(cell, recorder, recurrent_mask) as probe:
+    probe = MatmulRecorder(blocks=ColumnBlocks() if blocked else None)
+    with bound(cell, probe, recurrent_mask):
         cell.step(packed(template, px), list(states), training)
     return probe, [matmul_parts(output, px) for output in probe.outputs] if parts else []
 
@@ -487,7 +486,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record, un
     def body(t, prev_output, states, saved):
         keep = None if mask is None else at(mask, t)[:, None]
         recorder = MatmulRecorder(kernels=probe.kernels, blocks=probe.blocks)
-        with bound(cell, recorder, recurrent_mask) as recorder:
+        with bound(cell, recorder, recurrent_mask):
             px = [at(p, t) for p in projected]
             output, new_states = masked_step(
                 cell,
