@@ -16,7 +16,9 @@ backward and an Adam update (the XLA-compiled loop). The single loop is traced
 with ``LOOP_MIN_ROWS`` set above the batch size for that layer's tracing; the
 rule's loops with the shipped value. The forward pass is also traced with
 ``fused.PORTABLE_UNROLL`` set to 1 (one step an iteration of the portable
-loop, as before the unrolling) beside the shipped value. Within each batch
+loop, as before the unrolling) beside the shipped value, and with the
+recurrent products in column blocks in every loop (``fused.ColumnBlocks``,
+which the rule keeps for a loop that runs alone). Within each batch
 size, ``--repeats`` round-robin rounds call every function once; the table
 shows the medians.
 
@@ -29,6 +31,7 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 from collections.abc import Callable, Sequence
@@ -67,26 +70,34 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def traced(
-    make: Callable, x: tf.Tensor, one_loop: bool, unrolled: bool = True
+    make: Callable, x: tf.Tensor, one_loop: bool, unrolled: bool = True, blocked: bool = False
 ) -> dict[str, Callable]:
     """The layer's two functions, traced and warmed up; ``one_loop``: traced
-    with a least row count per loop above the batch size; not ``unrolled``:
-    the forward alone, traced with one step an iteration of the portable loop."""
-    shipped = rnn.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL
+    with a least row count per loop above the batch size; not ``unrolled``
+    or ``blocked``: the forward alone, traced with one step an iteration of
+    the portable loop, or with column blocks in each of its loops."""
+    shipped = rnn.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL, rnn.fused_recurrence
     rnn.LOOP_MIN_ROWS = x.shape[0] + 1 if one_loop else shipped[0]
     fused.PORTABLE_UNROLL = shipped[1] if unrolled else 1
+    if blocked:
+        rnn.fused_recurrence = functools.partial(blocked_recurrence, shipped[2])
     try:
         layer = make()
         layer.build(x.shape)
         functions = layer_functions(layer)
-        if not unrolled:
+        if not unrolled or blocked:
             functions = {"fwd": functions["fwd"]}
         for function in functions.values():
             for _ in range(2):
                 function(x).numpy()
     finally:
-        rnn.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL = shipped
+        rnn.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL, rnn.fused_recurrence = shipped
     return functions
+
+
+def blocked_recurrence(recurrence: Callable, *args, **kwargs):
+    """``recurrence`` (``fused.fused_recurrence``) with column blocks in every loop."""
+    return recurrence(*args, **{**kwargs, "blocked": True})
 
 
 def measure(batch: int, args: argparse.Namespace) -> list[dict]:
@@ -101,6 +112,7 @@ def measure(batch: int, args: argparse.Namespace) -> list[dict]:
         variants[name, "one loop"] = traced(lambda c=layer_class: c(units), x, True)
         variants[name, "per core"] = traced(lambda c=layer_class: c(units), x, False)
         variants[name, "not unrolled"] = traced(lambda c=layer_class: c(units), x, False, False)
+        variants[name, "blocked"] = traced(lambda c=layer_class: c(units), x, False, True, True)
         variants[name, "keras loop"] = traced(
             lambda c=layer_class: c(units, implementation="generic"), x, False
         )
@@ -121,7 +133,7 @@ def measure(batch: int, args: argparse.Namespace) -> list[dict]:
                 "keras": keras_ms,
                 **{
                     variant: ms[name, variant]
-                    for variant in ("one loop", "per core", "keras loop", "not unrolled")
+                    for variant in ("one loop", "per core", "keras loop", "not unrolled", "blocked")
                 },
             }
         )
@@ -145,7 +157,7 @@ def table_line(row: dict) -> str:
         row["keras loop"],
         row["keras"],
     )
-    not_unrolled = row["not unrolled"]["fwd"]
+    not_unrolled, blocked = row["not unrolled"]["fwd"], row["blocked"]["fwd"]
     cells = [
         str(row["batch"]),
         f"rnncells.{row['layer']}",
@@ -158,6 +170,8 @@ def table_line(row: dict) -> str:
         f"{not_unrolled:.2f}",
         f"{not_unrolled / per_core['fwd']:.2f}x",
         f"{not_unrolled / keras_ms['fwd']:.2f}x",
+        f"{blocked:.2f}",
+        f"{blocked / per_core['fwd']:.2f}x",
         f"{one['train']:.2f}",
         f"{per_core['train']:.2f}",
         f"{one['train'] / per_core['train']:.2f}x",
@@ -169,8 +183,9 @@ def table_line(row: dict) -> str:
 HEADER = (
     "| batch | layer | loops (fwd / train) | fwd ms, one loop | fwd ms, per core "
     "| fwd ms, Keras' loop | fwd speed-up | fwd vs Keras | fwd ms, not unrolled "
-    "| unrolling speed-up | not unrolled vs Keras | train ms, one loop | train ms, per core "
-    "| train speed-up | train vs Keras |\n|---:|---|" + "---:|" * 13
+    "| unrolling speed-up | not unrolled vs Keras | fwd ms, blocks in every loop "
+    "| blocks in every loop vs shipped | train ms, one loop | train ms, per core "
+    "| train speed-up | train vs Keras |\n|---:|---|" + "---:|" * 15
 )
 
 

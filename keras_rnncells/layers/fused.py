@@ -57,9 +57,13 @@ PORTABLE_UNROLL = 4
 # threads. At 128 units the GRU's and LSTM's recurrent products in column
 # blocks of that size took 0.4x to 1.06x the time of one product from 8 to 64
 # rows, and 1.25x to 1.34x at 128 (benchmarks/matmul_bound.py; benchmarks/
-# README.md, "Recurrent products in column blocks"). So the portable loop runs a
-# product of at most `BLOCK_ROWS` rows in column blocks where 2 to `MAX_BLOCKS`
-# blocks of at most `BLOCK_MACS` one-row multiply-adds do.
+# README.md, "Recurrent products in column blocks"). So a portable loop that runs
+# alone (one loop for the batch) runs a product of at most `BLOCK_ROWS` rows in
+# column blocks where 2 to `MAX_BLOCKS` blocks of at most `BLOCK_MACS` one-row
+# multiply-adds do. Where a loop per core runs, each core is busy with a loop of
+# its own, and the blocks' extra ops cost more than the handoff: our LSTM's
+# inference graph at batch 8 to 32 and 100 steps ran 1.1x to 1.25x faster
+# without them (benchmarks/README.md, "Column blocks only in a loop alone").
 BLOCK_MACS = 16384
 MAX_BLOCKS = 4
 BLOCK_ROWS = 64
@@ -434,12 +438,14 @@ def stepped_loop(body, output_list, carry: tuple, steps, unroll: int) -> tuple:
     return [*stacks, (outputs, 1)], tuple(carry)
 
 
-def run_forward(cell, projected, states, mask, recurrent_mask, flags, record, unroll=1):
+def run_forward(
+    cell, projected, states, mask, recurrent_mask, flags, record, unroll=1, blocked=False
+):
     """The forward loop; returns (last_output, outputs, states) and, if
     ``record``, the per-step tensors the backward loop needs. ``unroll`` > 1
     (the portable loop): a loop of ``unroll`` steps an iteration, then one of
-    the remaining steps, and recurrent products of few rows in column blocks
-    (`ColumnBlocks`)."""
+    the remaining steps. ``blocked`` (the portable loop, alone): recurrent
+    products of few rows in column blocks (`ColumnBlocks`)."""
     training, zero_output_for_mask, return_sequences, template = flags
     steps = tf.shape(projected[0])[0]
     batch = tf.shape(states[0])[0]
@@ -451,7 +457,7 @@ def run_forward(cell, projected, states, mask, recurrent_mask, flags, record, un
 
     probe_px = [first_step(p) for p in projected]
     probe, parts = probe_step(
-        cell, template, probe_px, states, recurrent_mask, training, record, blocked=unroll > 1
+        cell, template, probe_px, states, recurrent_mask, training, record, blocked
     )
     aliases = state_aliases(probe.inputs, list(states))
     shared, saved_parts = sharing(parts, len(projected)), unshared(parts)
@@ -671,6 +677,7 @@ def fused_recurrence(
     zero_output_for_mask: bool,
     return_sequences: bool,
     compiled: bool = True,
+    blocked: bool = False,
 ) -> tuple:
     """Run ``cell`` over time-major projected inputs (the structure
     ``cell.step_inputs`` returned: a tuple of tensors, possibly nested);
@@ -680,7 +687,8 @@ def fused_recurrence(
     loop traced into the caller's graph, with no XLA function and no custom
     gradient (TensorFlow differentiates the loop), so that the graph runs with
     XLA JIT disabled and converts with tf2onnx; it runs `PORTABLE_UNROLL`
-    steps an iteration.
+    steps an iteration and, if ``blocked`` (a loop that runs alone), its
+    recurrent products of few rows in column blocks (`ColumnBlocks`).
 
     Returns ``(last_output, outputs, final_states)`` with ``outputs`` of shape
     (T, B, output_size), or (1, B, output_size) without ``return_sequences``.
@@ -690,7 +698,7 @@ def fused_recurrence(
         result = differentiable_recurrence(cell, flat, tuple(states), mask, recurrent_mask, flags)
     else:
         result, _ = run_forward(
-            cell, flat, tuple(states), mask, recurrent_mask, flags, False, PORTABLE_UNROLL
+            cell, flat, tuple(states), mask, recurrent_mask, flags, False, PORTABLE_UNROLL, blocked
         )
     last_output, outputs, *final_states = tree.flatten(result)
     return last_output, outputs, final_states

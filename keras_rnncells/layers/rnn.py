@@ -412,7 +412,7 @@ class RNN(keras.layers.RNN):
         compiled = compiles_loop(training)
         loops = loop_count(sequences.shape[0], sequences.shape[1], compiled)
         parts = row_parts(loops, sequences, initial_state, mask, recurrent_mask)
-        results = [self.fused_rows(*part, training, compiled) for part in parts]
+        results = [self.fused_rows(*part, training, compiled, loops == 1) for part in parts]
         last_output, outputs, *states = (
             part[0] if loops == 1 else tf.concat(part, axis=0)
             for part in zip(*(tree.flatten(result) for result in results))
@@ -421,9 +421,10 @@ class RNN(keras.layers.RNN):
             outputs = tf.ensure_shape(outputs, (None, sequences.shape[1], None))
         return last_output, outputs, states
 
-    def fused_rows(self, sequences, states, mask, recurrent_mask, training, compiled):
+    def fused_rows(self, sequences, states, mask, recurrent_mask, training, compiled, alone):
         """One fused loop over batch-major ``sequences`` (some rows of the
-        batch): ``(last_output, outputs, states)``, ``outputs`` batch-major."""
+        batch; ``alone``: all of them): ``(last_output, outputs, states)``,
+        ``outputs`` batch-major."""
         cell = self.cell
         projected = cell.step_inputs(ops.transpose(sequences, (1, 0, 2)), training)
         if mask is not None:
@@ -441,6 +442,7 @@ class RNN(keras.layers.RNN):
             bool(self.zero_output_for_mask),
             bool(self.return_sequences),
             compiled=compiled,
+            blocked=alone,
         )
         return last_output, ops.transpose(outputs, (1, 0, 2)), states
 

@@ -1,5 +1,6 @@
 """benchmarks/loops.py: one loop per core against one loop, and the portable loop's
-unrolling against none, in one run."""
+unrolling against none and column blocks in every loop against the shipped rule, in
+one run."""
 
 import json
 import math
@@ -28,8 +29,9 @@ def test_loops_quick_run(loops, tmp_path, capsys):
         for variant in ("keras", "one loop", "per core", "keras loop"):
             for mode in ("fwd", "train"):
                 assert math.isfinite(row[variant][mode]) and row[variant][mode] > 0
-        assert list(row["not unrolled"]) == ["fwd"]  # the unrolling is the portable loop's
-        assert math.isfinite(row["not unrolled"]["fwd"]) and row["not unrolled"]["fwd"] > 0
+        for variant in ("not unrolled", "blocked"):  # the portable loop's
+            assert list(row[variant]) == ["fwd"]
+            assert math.isfinite(row[variant]["fwd"]) and row[variant]["fwd"] > 0
     # under LOOP_MIN_ROWS; at 16 rows of 5 steps, under PORTABLE_MIN_ROW_STEPS for the forward
     assert [row["loops"] for row in rows if row["batch"] == 2] == [{"fwd": 1, "train": 1}] * 3
     assert {row["loops"]["fwd"] for row in rows if row["batch"] == 16} == {1}

@@ -516,3 +516,21 @@ def test_products_of_few_rows_run_in_column_blocks(name, blocks, rng, helpers, m
             assert products == [blocks, 4 * blocks], (what, products)
         else:
             assert products == [1, 4], (what, products)
+
+
+def test_loops_per_core_run_whole_products(monkeypatch):
+    """Where the portable path runs a loop per core (`rnn.loop_count`), each
+    loop runs its recurrent product whole, however few its rows: the column
+    blocks are for a loop that runs alone. Our GRU at 128 units would run its
+    product of 4 rows in 3 blocks."""
+    from keras_rnncells.layers import rnn
+
+    monkeypatch.setattr(rnn, "executor_cores", lambda: 2)
+    layer = krc.GRU(128, return_sequences=True)
+    x = tf.zeros((8, 100, FEATURES))
+    layer.build(x.shape)
+    graph = tf.function(lambda x: layer(x, training=False)).get_concrete_function(x).graph
+    functions = graph.as_graph_def().library.function
+    bodies = [f for f in functions if "_body_" in f.signature.name]
+    products = sorted(sum(n.op == "MatMul" for n in f.node_def) for f in bodies)
+    assert products == [1, 1, 4, 4], products
