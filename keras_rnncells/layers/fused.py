@@ -386,12 +386,18 @@ def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, train
     return output, list(new_states)
 
 
-def stepped_loop(body, output_list, carry: tuple, steps, unroll: int) -> tuple:
+def stepped_loop(
+    body, output_list, carry: tuple, steps, unroll: int, known_steps: int | None = None
+) -> tuple:
     """Run ``steps`` steps of ``body``, ``(t, *carry) -> (t + 1, output,
     *carry)``; ``output_list(size, count)`` makes a list of ``size`` elements,
     each the outputs of ``count`` steps stacked, or ``()`` where the outputs are
     not kept. ``unroll`` > 1 runs a loop of ``unroll`` steps an iteration
-    (``unrolled_steps``), then one of the remaining steps (``steps``).
+    (``unrolled_steps``), then one of the remaining steps (``steps``). Where
+    the graph knows the steps (``known_steps``), a loop that would run no
+    iteration is left out: a multiple of ``unroll`` steps runs the first loop
+    alone, fewer than ``unroll`` the second alone, and neither pays for a
+    second loop's start, list and join.
 
     For tf2onnx, whose ONNX ``Loop`` makes every write to a list one element an
     iteration: an iteration writes one element (its steps' outputs stacked) and
@@ -413,7 +419,7 @@ def stepped_loop(body, output_list, carry: tuple, steps, unroll: int) -> tuple:
         return iteration
 
     t, stacks, blocks = tf.constant(0), [], 0
-    if unroll > 1:
+    if unroll > 1 and (known_steps is None or known_steps >= unroll):
         blocks = steps // unroll
         # `maximum_iterations` alone bounds it: with `blocks` also captured by
         # the condition, tf2onnx fed the condition its int64 copy of a known
@@ -427,6 +433,8 @@ def stepped_loop(body, output_list, carry: tuple, steps, unroll: int) -> tuple:
             name="unrolled_steps",
         )
         stacks.append((outputs, unroll))
+        if known_steps is not None and known_steps % unroll == 0:
+            return stacks, tuple(carry)
     rest = steps - blocks * unroll
     _, t, outputs, *carry = tf.while_loop(
         lambda i, t, *_: t < steps,
@@ -521,7 +529,7 @@ def run_forward(
         return tf.TensorArray(zeros.dtype, size=size, element_shape=shape)
 
     lists, (last_output, states, saved) = stepped_loop(
-        body, output_list, (zeros, tuple(states), saved), steps, unroll
+        body, output_list, (zeros, tuple(states), saved), steps, unroll, projected[0].shape[0]
     )
     if return_sequences:
         stacks = [stacked_steps(outputs, zeros, count) for outputs, count in lists]

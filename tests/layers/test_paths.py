@@ -293,7 +293,8 @@ def test_the_portable_loop_at_lengths_around_its_unrolling(sequences, mask, rng,
     the remaining steps one by one. At lengths below, at and past one and two
     iterations (0 steps: test_keras_arguments.py), with a mask with holes,
     ``go_backwards`` and initial states, its outputs, states and TensorFlow's
-    gradients of them equal the generic path's."""
+    gradients of them equal the generic path's. A graph that knows the length
+    holds no loop that would run no iteration."""
     from keras_rnncells.layers.fused import PORTABLE_UNROLL as k
 
     kwargs = {"go_backwards": True, "return_sequences": True, "return_state": True}
@@ -306,10 +307,16 @@ def test_the_portable_loop_at_lengths_around_its_unrolling(sequences, mask, rng,
         for steps in lengths:
             call = {"initial_state": states, "mask": holes[:, :steps], "training": False}
             x = features[:, :steps]
-            actual = tf.function(lambda x, c=call: helpers.outputs_and_gradients(fused, x, **c))(x)
+            traced = tf.function(lambda x, c=call: helpers.outputs_and_gradients(fused, x, **c))
+            actual = traced(x)
             expected = helpers.outputs_and_gradients(generic, x, **call)
             helpers.assert_all_close(actual[0], expected[0], what=f"{steps} steps: outputs")
             helpers.assert_all_close(actual[1], expected[1], what=f"{steps} steps: gradients")
+            nodes = traced.get_concrete_function(x).graph.as_graph_def().node
+            loops = [n.name.rsplit("/", 1)[-1] for n in nodes if n.op.endswith("While")]
+            forward = sorted(name for name in loops if not name.endswith("_grad"))
+            ran = ["steps"] * (steps % k > 0) + ["unrolled_steps"] * (steps >= k)
+            assert forward == ran, (steps, loops)
 
 
 def test_the_loop_switches_hold_for_their_thread_only(sequences):
@@ -341,8 +348,10 @@ def test_the_loop_switches_hold_for_their_thread_only(sequences):
 def loop_calls(function, *args) -> dict:
     """How many compiled loops (calls of ``fused.differentiable_recurrence``)
     and portable loops the graph of ``function(*args)`` holds. A portable loop
-    is two ``While`` ops: ``unrolled_steps`` (`fused.PORTABLE_UNROLL` steps an
-    iteration), then ``steps`` for the rest; this counts the ``steps``."""
+    over steps that the graph does not know, or (as conftest's 5) that are not
+    a multiple of `fused.PORTABLE_UNROLL` and not fewer, is two ``While`` ops:
+    ``unrolled_steps`` (that many steps an iteration), then ``steps`` for the
+    rest; this counts the ``steps``."""
     nodes = function.get_concrete_function(*args).graph.as_graph_def().node
     called = [n.attr["f"].func.name for n in nodes if n.op.endswith("PartitionedCall")]
     compiled = [f for f in called if "differentiable_recurrence" in f and "backward" not in f]
@@ -527,7 +536,7 @@ def test_loops_per_core_run_whole_products(monkeypatch):
 
     monkeypatch.setattr(rnn, "executor_cores", lambda: 2)
     layer = krc.GRU(128, return_sequences=True)
-    x = tf.zeros((8, 100, FEATURES))
+    x = tf.zeros((8, 41, FEATURES))
     layer.build(x.shape)
     graph = tf.function(lambda x: layer(x, training=False)).get_concrete_function(x).graph
     functions = graph.as_graph_def().library.function
