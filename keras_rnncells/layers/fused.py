@@ -35,7 +35,10 @@ XLA-compiled loop must be computed by a function of our own.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
+import math
+import time
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -67,6 +70,14 @@ PORTABLE_UNROLL = 4
 BLOCK_MACS = 16384
 MAX_BLOCKS = 4
 BLOCK_ROWS = 64
+# Whether the blocks pay is the host's: on a second 2-core host (AVX-512) the
+# one-row 128 x 384 product took 4.4 µs whole and 6.5 µs in blocks, and the
+# blocks ran our LSTM's served graph 1.1x to 1.2x slower. So the first portable
+# loop to make a product of a shape times both forms once in the process
+# (`blocks_pay`), and keeps the blocks where they take at most `BLOCKS_MARGIN`
+# of the whole product's time.
+BLOCKS_MARGIN = 0.9
+BLOCKS_TIMED_PRODUCTS = 200
 
 
 def column_blocks(kernel: tf.Tensor) -> list[int]:
@@ -79,6 +90,47 @@ def column_blocks(kernel: tf.Tensor) -> list[int]:
     if count == 1 or count > MAX_BLOCKS:
         return [columns]
     return [width] * (count - 1) + [columns - width * (count - 1)]
+
+
+@functools.cache
+def blocks_pay(depth: int, widths: tuple[int, ...]) -> bool:
+    """Whether, on this host, a one-row product with a kernel of ``depth``
+    rows runs in column blocks of ``widths`` in at most `BLOCKS_MARGIN` of the
+    time of one product: `BLOCKS_TIMED_PRODUCTS` chained products of each form
+    in a graph loop, the best of 3 alternating rounds after a warm-up. Run
+    eagerly (out of any graph being traced) once per shape and process; it
+    draws no random number. In a TensorFlow 1 graph, where nothing runs
+    eagerly, the blocks are not taken."""
+    with tf.init_scope():
+        if not tf.executing_eagerly():
+            return False
+        h0 = tf.zeros((1, depth))
+        kernel = tf.zeros((depth, sum(widths)))
+        blocks = tf.split(kernel, list(widths), axis=1)
+
+        def chained(product):
+            def run(h):
+                return tf.while_loop(
+                    lambda i, h: i < BLOCKS_TIMED_PRODUCTS,
+                    lambda i, h: (i + 1, product(h)[:, :depth]),
+                    (tf.constant(0), h),
+                )[1]
+
+            return tf.function(run, autograph=False)
+
+        forms = [
+            chained(lambda h: tf.matmul(h, kernel)),
+            chained(lambda h: tf.concat([tf.matmul(h, b) for b in blocks], axis=1)),
+        ]
+        best = [math.inf, math.inf]
+        for form in forms:
+            form(h0).numpy()
+        for _ in range(3):
+            for k, form in enumerate(forms):
+                start = time.perf_counter()
+                form(h0).numpy()
+                best[k] = min(best[k], time.perf_counter() - start)
+    return best[1] <= BLOCKS_MARGIN * best[0]
 
 
 class MatmulRecorder:
@@ -123,7 +175,8 @@ class MatmulRecorder:
 
 class ColumnBlocks:
     """The portable loop's recurrent products of at most `BLOCK_ROWS` rows,
-    each in the column blocks of `column_blocks`: the blocks of each kernel
+    each in the column blocks of `column_blocks` where they pay on this host
+    (`blocks_pay`): the blocks of each kernel
     slice and, where the batch size is known only at run time, whether it is
     at most that, taken where first seen (the probe step, before the loop).
     There a ``tf.cond`` in each step picks the blocks or one product."""
@@ -137,7 +190,8 @@ class ColumnBlocks:
             return tf.matmul(h, kernel)
         if columns not in self.kernels:
             widths = column_blocks(kernel)
-            self.kernels[columns] = tf.split(kernel, widths, axis=1) if len(widths) > 1 else None
+            paying = len(widths) > 1 and blocks_pay(kernel.shape[0], tuple(widths))
+            self.kernels[columns] = tf.split(kernel, widths, axis=1) if paying else None
         blocks = self.kernels[columns]
         if blocks is None:
             return tf.matmul(h, kernel)

@@ -477,11 +477,14 @@ def test_products_of_few_rows_run_in_column_blocks(name, blocks, rng, helpers, m
     outputs and states equal the generic path's past one unrolled iteration,
     and where the batch is known, with initial states, so do TensorFlow's
     gradients (in float64: float32 sums of 128 terms differ by the order of
-    the summands). One loop over the rows, whatever the cores."""
+    the summands). One loop over the rows, whatever the cores; blocks that
+    pay on this host (`fused.blocks_pay`, here made to say so)."""
+    from keras_rnncells.layers import fused as fused_loop
     from keras_rnncells.layers import rnn
     from keras_rnncells.layers.fused import BLOCK_ROWS
 
     monkeypatch.setattr(rnn, "executor_cores", lambda: 1)
+    monkeypatch.setattr(fused_loop, "blocks_pay", lambda depth, widths: True)
     options = {"reset_after": True} if name == "mgu" else {}
     kwargs = {"return_sequences": True, "return_state": True, "dtype": "float64"}
     fused, generic = (
@@ -527,14 +530,53 @@ def test_products_of_few_rows_run_in_column_blocks(name, blocks, rng, helpers, m
             assert products == [1, 4], (what, products)
 
 
+def test_blocks_that_do_not_pay_are_not_taken(monkeypatch):
+    """Where `fused.blocks_pay` finds the column blocks slower on this host,
+    a loop that runs alone makes each recurrent product whole, with no
+    ``tf.cond`` for a batch known only at run time."""
+    from keras_rnncells.layers import fused, rnn
+
+    monkeypatch.setattr(rnn, "executor_cores", lambda: 1)
+    monkeypatch.setattr(fused, "blocks_pay", lambda depth, widths: False)
+    layer = krc.GRU(128, return_sequences=True)
+    layer.build((None, None, FEATURES))
+    spec = [tf.TensorSpec((None, 9, FEATURES))]
+    for signature, x in ((None, tf.zeros((1, 9, FEATURES))), (spec, None)):
+        traced = tf.function(lambda x: layer(x, training=False), input_signature=signature)
+        graph = traced.get_concrete_function(*([] if signature else [x])).graph
+        functions = graph.as_graph_def().library.function
+        bodies = [f for f in functions if "_body_" in f.signature.name]
+        assert not [f for f in functions if "cond_true" in f.signature.name]
+        assert sorted(sum(n.op == "MatMul" for n in f.node_def) for f in bodies) == [1, 4]
+
+
+def test_blocks_pay_is_timed_once_out_of_the_graph():
+    """`fused.blocks_pay` times the two forms eagerly, also while a graph is
+    traced, once per shape and process, and leaves the random state alone."""
+    from keras_rnncells.layers.fused import blocks_pay
+
+    widths = (24, 24, 16)  # a shape no other test times
+    keras.utils.set_random_seed(3)
+    expected = tf.random.uniform((4,)).numpy()
+    keras.utils.set_random_seed(3)
+    answers = []
+    tf.function(lambda: answers.append(blocks_pay(32, widths)) or tf.constant(0))()
+    np.testing.assert_array_equal(tf.random.uniform((4,)).numpy(), expected)
+    assert answers in ([True], [False])
+    before = blocks_pay.cache_info().hits
+    assert blocks_pay(32, widths) is answers[0]
+    assert blocks_pay.cache_info().hits == before + 1
+
+
 def test_loops_per_core_run_whole_products(monkeypatch):
     """Where the portable path runs a loop per core (`rnn.loop_count`), each
     loop runs its recurrent product whole, however few its rows: the column
     blocks are for a loop that runs alone. Our GRU at 128 units would run its
-    product of 4 rows in 3 blocks."""
-    from keras_rnncells.layers import rnn
+    product of 4 rows in 3 blocks where they pay."""
+    from keras_rnncells.layers import fused, rnn
 
     monkeypatch.setattr(rnn, "executor_cores", lambda: 2)
+    monkeypatch.setattr(fused, "blocks_pay", lambda depth, widths: True)
     layer = krc.GRU(128, return_sequences=True)
     x = tf.zeros((8, 41, FEATURES))
     layer.build(x.shape)
