@@ -18,7 +18,8 @@ rule's loops with the shipped value. The forward pass is also traced with
 ``fused.PORTABLE_UNROLL`` set to 1 (one step an iteration of the portable
 loop, as before the unrolling) beside the shipped value, and with the
 recurrent products in column blocks in every loop (``fused.ColumnBlocks``,
-which the rule keeps for a loop that runs alone). Within each batch
+which the rule keeps for a loop that runs alone, where ``fused.blocks_pay``
+finds them faster on the host; here taken whatever it finds). Within each batch
 size, ``--repeats`` round-robin rounds call every function once; the table
 shows the medians.
 
@@ -76,11 +77,12 @@ def traced(
     with a least row count per loop above the batch size; not ``unrolled``
     or ``blocked``: the forward alone, traced with one step an iteration of
     the portable loop, or with column blocks in each of its loops."""
-    shipped = rnn.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL, rnn.fused_recurrence
+    shipped = rnn.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL, rnn.fused_recurrence, fused.blocks_pay
     rnn.LOOP_MIN_ROWS = x.shape[0] + 1 if one_loop else shipped[0]
     fused.PORTABLE_UNROLL = shipped[1] if unrolled else 1
     if blocked:
         rnn.fused_recurrence = functools.partial(blocked_recurrence, shipped[2])
+        fused.blocks_pay = always_blocks
     try:
         layer = make()
         layer.build(x.shape)
@@ -91,13 +93,18 @@ def traced(
             for _ in range(2):
                 function(x).numpy()
     finally:
-        rnn.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL, rnn.fused_recurrence = shipped
+        rnn.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL, rnn.fused_recurrence, fused.blocks_pay = shipped
     return functions
 
 
 def blocked_recurrence(recurrence: Callable, *args, **kwargs):
     """``recurrence`` (``fused.fused_recurrence``) with column blocks in every loop."""
     return recurrence(*args, **{**kwargs, "blocked": True})
+
+
+def always_blocks(depth: int, widths: tuple[int, ...]) -> bool:
+    """``fused.blocks_pay`` answering yes, whatever this host's timing."""
+    return True
 
 
 def measure(batch: int, args: argparse.Namespace) -> list[dict]:

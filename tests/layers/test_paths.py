@@ -361,6 +361,16 @@ def loop_calls(function, *args) -> dict:
     return {"compiled": len(compiled), "portable": len(portable)}
 
 
+def loop_products(graph) -> list[int]:
+    """The ``MatMul`` count of each loop body and ``tf.cond`` branch of
+    ``graph`` (a portable loop's steps, and the column blocks' or one product's
+    branch), sorted."""
+    functions = graph.as_graph_def().library.function
+    bodies = [f for f in functions if "_body_" in f.signature.name]
+    branches = [f for f in functions if re.search("cond_(true|false)_", f.signature.name)]
+    return sorted(sum(n.op == "MatMul" for n in f.node_def) for f in bodies + branches)
+
+
 @pytest.fixture
 def four_cores(monkeypatch):
     """The fused path's rule for how many loops run a batch (layers/rnn.py,
@@ -517,10 +527,7 @@ def test_products_of_few_rows_run_in_column_blocks(name, blocks, rng, helpers, m
             actual = keras.tree.flatten(traced(x))
             expected = keras.tree.flatten(generic(x, training=False))
             helpers.assert_all_close(actual, expected, what=f"{what}: outputs")
-        functions = graph.as_graph_def().library.function
-        bodies = [f for f in functions if "_body_" in f.signature.name]
-        branches = [f for f in functions if re.search("cond_(true|false)_", f.signature.name)]
-        products = sorted(sum(n.op == "MatMul" for n in f.node_def) for f in bodies + branches)
+        products = loop_products(graph)
         if spec is not None:  # the steps' conds: branches of blocks and of one product
             pairs = (len(products) - 2) // 2
             assert pairs and products == [0, 0] + [1] * pairs + [blocks] * pairs, (what, products)
@@ -545,9 +552,8 @@ def test_blocks_that_do_not_pay_are_not_taken(monkeypatch):
         traced = tf.function(lambda x: layer(x, training=False), input_signature=signature)
         graph = traced.get_concrete_function(*([] if signature else [x])).graph
         functions = graph.as_graph_def().library.function
-        bodies = [f for f in functions if "_body_" in f.signature.name]
         assert not [f for f in functions if "cond_true" in f.signature.name]
-        assert sorted(sum(n.op == "MatMul" for n in f.node_def) for f in bodies) == [1, 4]
+        assert loop_products(graph) == [1, 4]
 
 
 def test_blocks_pay_is_timed_once_out_of_the_graph():
@@ -581,7 +587,5 @@ def test_loops_per_core_run_whole_products(monkeypatch):
     x = tf.zeros((8, 41, FEATURES))
     layer.build(x.shape)
     graph = tf.function(lambda x: layer(x, training=False)).get_concrete_function(x).graph
-    functions = graph.as_graph_def().library.function
-    bodies = [f for f in functions if "_body_" in f.signature.name]
-    products = sorted(sum(n.op == "MatMul" for n in f.node_def) for f in bodies)
+    products = loop_products(graph)
     assert products == [1, 1, 4, 4], products
