@@ -480,6 +480,17 @@ def activation_name(activation: Any) -> str:
     return getattr(activation, "__name__", repr(activation))
 
 
+def stepping_class(cls: type) -> type:
+    """The class that gives ``cls`` its ``step``."""
+    return next(klass for klass in cls.__mro__ if "step" in vars(klass))
+
+
+def steps_through_combine(cls: type) -> bool:
+    """Whether ``cls``'s ``step`` comes from a class that declares
+    ``uses_combine`` (`DenseGatesCell`)."""
+    return bool(vars(stepping_class(cls)).get("uses_combine", False))
+
+
 class DenseGatesCell(AbstractRNNCell):
     """A cell whose weights are one ``kernel``, ``recurrent_kernel`` and ``bias``
     with ``len(blocks)`` column blocks of ``units`` each (DESIGN.md's layout).
@@ -879,11 +890,13 @@ class DenseGatesCell(AbstractRNNCell):
             projected = projected + self.input_bias
         return tuple(ops.split(projected, count, axis=-1)) if count > 1 else (projected,)
 
-    def combine(self, projected: Tensor, recurrent: Tensor) -> Tensor:
+    def combine(self, projected: Tensor | None, recurrent: Tensor) -> Tensor:
         """A gate's pre-activation from its projected input block and its
         recurrent term: ``W x + b + U h``. Multiplicative integration
-        (cells/mi.py) overrides it."""
-        return projected + recurrent
+        (cells/mi.py) overrides it. ``projected`` is None where the portable
+        loop has already added the block to the recurrent term
+        (`fused.joined_inputs`)."""
+        return recurrent if projected is None else projected + recurrent
 
     def get_config(self) -> dict:
         config = super().get_config()

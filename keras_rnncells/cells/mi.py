@@ -6,7 +6,12 @@ from typing import Any
 
 from keras import initializers, ops
 
-from keras_rnncells.cells.base import DenseGatesCell, input_product
+from keras_rnncells.cells.base import (
+    DenseGatesCell,
+    input_product,
+    stepping_class,
+    steps_through_combine,
+)
 from keras_rnncells.cells.gru import GRUCell
 from keras_rnncells.cells.lstm import LSTMCell
 from keras_rnncells.cells.registry import register_cell
@@ -59,8 +64,8 @@ class MultiplicativeIntegration(DenseGatesCell):
         super().__init_subclass__(**kwargs)
         mro = cls.__mro__
         cell = mro[mro.index(MultiplicativeIntegration) + 1]
-        stepper = next(klass for klass in mro if "step" in vars(klass))
-        if not vars(stepper).get("uses_combine", False):
+        stepper = stepping_class(cls)
+        if not steps_through_combine(cls):
             raise TypeError(
                 f"{cls.__name__}: multiplicative integration cannot be mixed with "
                 f"{cell.__name__}, whose step ({stepper.__name__}.step) does not make its "

@@ -46,6 +46,8 @@ import tensorflow as tf
 from keras import tree
 from keras.src.backend import AutocastScope
 
+from keras_rnncells.cells.base import DenseGatesCell, steps_through_combine
+
 # Steps per iteration of the portable loop (no XLA): TensorFlow's executor
 # spends 9 to 20 µs on an iteration of a `tf.while_loop` beside its body's
 # ops (0.27 to 0.55 µs each), whatever its loop variables, on a 2-core CPU
@@ -144,14 +146,25 @@ class MatmulRecorder:
     product 1.35x slower than with the transpose taken once.
 
     ``blocks`` (the portable loop's `ColumnBlocks`, none elsewhere) runs
-    products of few rows in column blocks."""
+    products of few rows in column blocks. ``addends`` (the portable loop's
+    `joined_inputs` at this step, none elsewhere) maps a matmul's index to
+    the projected inputs added to its product here, in one op."""
 
-    def __init__(self, saved_outputs=None, tape=None, kernels=None, transposed=None, blocks=None):
+    def __init__(
+        self,
+        saved_outputs=None,
+        tape=None,
+        kernels=None,
+        transposed=None,
+        blocks=None,
+        addends=None,
+    ):
         self.saved_outputs = saved_outputs
         self.tape = tape
         self.kernels = {} if kernels is None else kernels
         self.transposed = transposed
         self.blocks = blocks
+        self.addends = {} if addends is None else addends
         self.inputs, self.outputs, self.columns = [], [], []
 
     def __call__(self, h, read_kernel, columns):
@@ -164,6 +177,8 @@ class MatmulRecorder:
                 output = tf.matmul(h, kernel)
             else:
                 output = self.blocks.product(h, kernel, columns)
+            if len(self.outputs) in self.addends:
+                output = output + self.addends[len(self.outputs)]
         else:
             saved = self.saved_outputs[len(self.outputs)]
             output = replayed_matmul(h, self.transposed[columns], saved)
@@ -416,6 +431,40 @@ def unshared(parts: list) -> list:
     return [(k, part) for k, each in enumerate(parts) for part in each if part.shared is None]
 
 
+def joined_inputs(cell, parts: list, projected: list) -> tuple[dict, set]:
+    """The portable loop's projected inputs joined per recurrent matmul: where
+    two or more of them are only added to parts of one matmul's product
+    (`matmul_parts`), through the cell's ``combine``, one time-major tensor as
+    wide as the product holds them in its column order (zeros in the columns
+    of the other parts). A step gathers it and adds it to the product (one
+    op each) and hands the cell None for those blocks (``combine`` then takes
+    the sum as the pre-activation): a gather and an add a step in place of
+    one of each a block (the LSTM's step: 8 ops to 2). The sum is the same
+    but for the order of a bias added between (the GRU's: one rounding). The
+    join copies the blocks once, before the loop (the input projection makes
+    one product a block: `project_blocks`).
+    Returns ``({matmul index: joined tensor}, indices of the inputs joined)``."""
+    if not steps_through_combine(type(cell)) or type(cell).combine is not DenseGatesCell.combine:
+        return {}, set()
+    joins, joined = {}, set()
+    for k, each in enumerate(parts):
+        shared = [part.shared for part in each if part.shared is not None]
+        if len(shared) < 2:
+            continue
+        like = projected[shared[0]]
+
+        def zeros(width, like=like):
+            return tf.zeros(tf.concat([tf.shape(like)[:-1], [width]], axis=0), like.dtype)
+
+        blocks = [
+            zeros(part.stop - part.start) if part.shared is None else projected[part.shared]
+            for part in each
+        ]
+        joins[k] = tf.concat(blocks, axis=-1)
+        joined.update(shared)
+    return joins, joined
+
+
 def at(tensor: tf.Tensor, t: tf.Tensor) -> tf.Tensor:
     """``tensor[t]`` as one op (``GatherV2``): with a tensor index, ``tensor[t]``
     is a ``StridedSlice`` with three ``Pack`` and an ``AddV2`` for its bounds,
@@ -518,9 +567,11 @@ def run_forward(
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape) for x in tensors]
 
     probe_px = [first_step(p) for p in projected]
+    joining = unroll > 1 and not tf.executing_eagerly()  # a portable loop in a graph
     probe, parts = probe_step(
-        cell, template, probe_px, states, recurrent_mask, training, record, blocked
+        cell, template, probe_px, states, recurrent_mask, training, record or joining, blocked
     )
+    joins, joined = joined_inputs(cell, parts, projected) if joining else ({}, set())
     aliases = state_aliases(probe.inputs, list(states))
     shared, saved_parts = sharing(parts, len(projected)), unshared(parts)
 
@@ -553,9 +604,10 @@ def run_forward(
 
     def body(t, prev_output, states, saved):
         keep = None if mask is None else at(mask, t)[:, None]
-        recorder = MatmulRecorder(kernels=probe.kernels, blocks=probe.blocks)
+        addends = {k: at(joint, t) for k, joint in joins.items()}
+        recorder = MatmulRecorder(kernels=probe.kernels, blocks=probe.blocks, addends=addends)
         with bound(cell, recorder, recurrent_mask):
-            px = [at(p, t) for p in projected]
+            px = [None if j in joined else at(p, t) for j, p in enumerate(projected)]
             output, new_states = masked_step(
                 cell,
                 packed(template, px),

@@ -319,6 +319,36 @@ def test_the_portable_loop_at_lengths_around_its_unrolling(sequences, mask, rng,
             assert forward == ran, (steps, loops)
 
 
+@pytest.mark.parametrize(
+    "name, gathers", [("lstm", 1), ("gru", 2), ("peephole_lstm", 1), ("mi_lstm", 8), ("mgu", 2)]
+)
+def test_the_portable_loop_adds_joined_inputs_to_a_product_at_once(
+    name, gathers, sequences, mask, rng, helpers
+):
+    """Where a cell adds two or more projected blocks to one recurrent product
+    through ``combine`` (LSTM: all four; GRU: z and r; not MI-LSTM, whose
+    ``combine`` takes a scale and an offset a block), a step of the portable
+    loop gathers them as one tensor and adds it to the product at once
+    (`fused.joined_inputs`): a step gathers ``gathers`` tensors and the mask. The
+    numbers and TensorFlow's gradients equal the generic path's."""
+    from keras_rnncells.layers.fused import PORTABLE_UNROLL as k
+
+    kwargs = {"go_backwards": True, "return_sequences": True, "return_state": True}
+    features = rng.normal(size=(len(sequences), 2 * k, FEATURES)).astype("float32")
+    holes = np.tile(mask, (1, 2 * k))[:, : 2 * k]
+    fused, generic = fused_and_generic(name, features, rng, helpers, "float32", **kwargs)
+    call = {"mask": holes, "training": False}
+    with krc.portable():
+        traced = tf.function(lambda x: helpers.outputs_and_gradients(fused, x, **call))
+        actual = traced(features)
+    expected = helpers.outputs_and_gradients(generic, features, **call)
+    helpers.assert_all_close(actual[0], expected[0], what="outputs")
+    helpers.assert_all_close(actual[1], expected[1], what="gradients")
+    functions = traced.get_concrete_function(features).graph.as_graph_def().library.function
+    (body,) = [f for f in functions if re.fullmatch(r".*unrolled_steps_body_\d+", f.signature.name)]
+    assert sum(n.op == "GatherV2" for n in body.node_def) == k * (gathers + 1)
+
+
 def test_the_loop_switches_hold_for_their_thread_only(sequences):
     """One thread inside ``portable()`` while another traces a training step."""
     import threading
