@@ -490,17 +490,28 @@ def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, train
 
 
 def stepped_loop(
-    body, output_list, carry: tuple, steps, unroll: int, known_steps: int | None = None
+    body,
+    output_list,
+    carry: tuple,
+    steps,
+    unroll: int,
+    known_steps: int | None = None,
+    sequences: list | tuple = (),
 ) -> tuple:
-    """Run ``steps`` steps of ``body``, ``(t, *carry) -> (t + 1, output,
-    *carry)``; ``output_list(size, count)`` makes a list of ``size`` elements,
-    each the outputs of ``count`` steps stacked, or ``()`` where the outputs are
-    not kept. ``unroll`` > 1 runs a loop of ``unroll`` steps an iteration
-    (``unrolled_steps``), then one of the remaining steps (``steps``). Where
-    the graph knows the steps (``known_steps``), a loop that would run no
-    iteration is left out: a multiple of ``unroll`` steps runs the first loop
-    alone, fewer than ``unroll`` the second alone, and neither pays for a
-    second loop's start, list and join.
+    """Run ``steps`` steps of ``body``, ``(t, xs, *carry) -> (output,
+    *carry)``, with ``xs`` the step's slices of the time-major ``sequences``
+    and ``t`` its index (None in a loop of ``unroll`` steps an iteration,
+    whose body writes no list at it); ``output_list(size, count)`` makes a
+    list of ``size`` elements, each the outputs of ``count`` steps stacked, or
+    ``()`` where the outputs are not kept. ``unroll`` > 1 runs a loop of
+    ``unroll`` steps an iteration (``unrolled_steps``), then one of the
+    remaining steps (``steps``). An iteration of ``unroll`` steps reads them
+    from each sequence with one gather and one unstack, and advances the step
+    index once, in place of a gather and an add a step. Where the graph knows
+    the steps (``known_steps``), a loop that would run no iteration is left
+    out: a multiple of ``unroll`` steps runs the first loop alone, fewer than
+    ``unroll`` the second alone, and neither pays for a second loop's start,
+    list and join.
 
     For tf2onnx, whose ONNX ``Loop`` makes every write to a list one element an
     iteration: an iteration writes one element (its steps' outputs stacked) and
@@ -511,13 +522,19 @@ def stepped_loop(
 
     def stepping(count):
         def iteration(i, t, outputs, *carry):
+            if count == 1:
+                rows, times = [[at(x, t) for x in sequences]], [t]
+            else:
+                window = t + tf.constant(list(range(count)))
+                read = [tf.unstack(tf.gather(x, window), count) for x in sequences]
+                rows, times = list(zip(*read)) if read else [()] * count, [None] * count
             written = []
-            for _ in range(count):
-                t, output, *carry = body(t, *carry)
+            for xs, now in zip(rows, times):
+                output, *carry = body(now, list(xs), *carry)
                 written.append(output)
             if isinstance(outputs, tf.TensorArray):
                 outputs = outputs.write(i, tf.stack(written) if count > 1 else output)
-            return (i + 1, t, outputs, *carry)
+            return (i + 1, t + count, outputs, *carry)
 
         return iteration
 
@@ -602,12 +619,17 @@ def run_forward(
             step_arrays(parts_saved(probe.outputs)),
         )
 
-    def body(t, prev_output, states, saved):
-        keep = None if mask is None else at(mask, t)[:, None]
-        addends = {k: at(joint, t) for k, joint in joins.items()}
+    # what a step reads: the mask, the joined inputs, the other projected inputs
+    unjoined = [p for j, p in enumerate(projected) if j not in joined]
+    sequences = ([] if mask is None else [mask]) + list(joins.values()) + unjoined
+
+    def body(t, xs, prev_output, states, saved):
+        xs = iter(xs)
+        keep = None if mask is None else next(xs)[:, None]
+        addends = {k: next(xs) for k in joins}
         recorder = MatmulRecorder(kernels=probe.kernels, blocks=probe.blocks, addends=addends)
         with bound(cell, recorder, recurrent_mask):
-            px = [None if j in joined else at(p, t) for j, p in enumerate(projected)]
+            px = [None if j in joined else next(xs) for j in range(len(projected))]
             output, new_states = masked_step(
                 cell,
                 packed(template, px),
@@ -625,7 +647,7 @@ def run_forward(
                 [ta.write(t, x) for ta, x in zip(arrays, values)]
                 for arrays, values in zip(saved, now)
             )
-        return t + 1, output, output, tuple(new_states), saved
+        return output, output, tuple(new_states), saved
 
     def output_list(size, count):
         # No TensorArray is carried that is never written: tf2onnx cannot convert one.
@@ -635,7 +657,13 @@ def run_forward(
         return tf.TensorArray(zeros.dtype, size=size, element_shape=shape)
 
     lists, (last_output, states, saved) = stepped_loop(
-        body, output_list, (zeros, tuple(states), saved), steps, unroll, projected[0].shape[0]
+        body,
+        output_list,
+        (zeros, tuple(states), saved),
+        steps,
+        unroll,
+        projected[0].shape[0],
+        sequences,
     )
     if return_sequences:
         stacks = [stacked_steps(outputs, zeros, count) for outputs, count in lists]

@@ -329,7 +329,8 @@ def test_the_portable_loop_adds_joined_inputs_to_a_product_at_once(
     through ``combine`` (LSTM: all four; GRU: z and r; not MI-LSTM, whose
     ``combine`` takes a scale and an offset a block), a step of the portable
     loop gathers them as one tensor and adds it to the product at once
-    (`fused.joined_inputs`): a step gathers ``gathers`` tensors and the mask. The
+    (`fused.joined_inputs`): a step reads ``gathers`` tensors and the mask,
+    each gathered once an iteration of `fused.PORTABLE_UNROLL` steps. The
     numbers and TensorFlow's gradients equal the generic path's."""
     from keras_rnncells.layers.fused import PORTABLE_UNROLL as k
 
@@ -346,7 +347,7 @@ def test_the_portable_loop_adds_joined_inputs_to_a_product_at_once(
     helpers.assert_all_close(actual[1], expected[1], what="gradients")
     functions = traced.get_concrete_function(features).graph.as_graph_def().library.function
     (body,) = [f for f in functions if re.fullmatch(r".*unrolled_steps_body_\d+", f.signature.name)]
-    assert sum(n.op == "GatherV2" for n in body.node_def) == k * (gathers + 1)
+    assert sum(n.op == "GatherV2" for n in body.node_def) == gathers + 1
 
 
 def test_the_loop_switches_hold_for_their_thread_only(sequences):
