@@ -370,13 +370,21 @@ def prepare(
     return Timed(bench, layer, functions, traced)
 
 
-def time_round_robin(timed: list[Timed], x: tf.Tensor, repeats: int) -> None:
+def time_round_robin(
+    timed: list[Timed], x: tf.Tensor, repeats: int, min_seconds: float = 0.0
+) -> int:
     """``repeats`` rounds, each timing every function once: a drift of the
-    machine's speed during the run then affects every layer alike."""
-    for _ in range(repeats):
+    machine's speed during the run then affects every layer alike; then more
+    rounds until the timed calls took ``min_seconds`` in all (a cheap shape's
+    median rests on more rounds). Returns the rounds."""
+    rounds, spent_ms = 0, 0.0
+    while rounds < repeats or spent_ms < 1e3 * min_seconds:
         for entry in timed:
             for key, function in entry.functions.items():
                 entry.times[key].append(time_call(function, x))
+                spent_ms += entry.times[key][-1]
+        rounds += 1
+    return rounds
 
 
 def layer_path(layer: keras.layers.Layer) -> str:

@@ -5,7 +5,10 @@ fixed) one process measures ``keras.layers.GRU``, ``keras_rnncells.GRU``,
 ``keras.layers.LSTM`` and ``keras_rnncells.LSTM``, forward and training step,
 with ``speed.py``'s machinery: each layer's forward and training-step functions
 are traced and warmed up, then ``--repeats`` round-robin rounds within the grid point time
-every function once; the table shows the medians and the ratio ours / Keras.
+every function once, and more rounds follow until the point's timed calls took
+``--min-seconds`` (1 s) in all: a cheap shape's median, which one slow call
+moves, then rests on tens of rounds. The table shows the medians, the rounds
+and the ratio ours / Keras.
 
 The goal of the Speed issue, "implementation='auto' at most 1.0x Keras' own
 GRU/LSTM at every point", is printed under the table as PASS/FAIL. The rows of
@@ -52,8 +55,8 @@ from benchmarks.speed import (
 
 GRID = {"batches": "1,8,32,128", "steps": "20,100,500", "units": "64,128,256,512"}
 QUICK_GRID = {"batches": "1,2", "steps": "3,5", "units": "4"}
-DEFAULTS = {"input": 64, "repeats": 5, "warmup": 1}
-QUICK_DEFAULTS = {"input": 4, "repeats": 2, "warmup": 1}
+DEFAULTS = {"input": 64, "repeats": 5, "warmup": 1, "min_seconds": 1.0}
+QUICK_DEFAULTS = {"input": 4, "repeats": 2, "warmup": 1, "min_seconds": 0.0}
 # --layers name: (label, Keras' layer, ours)
 PAIRS: dict[str, tuple[str, Callable, Callable]] = {
     "gru": ("GRU", keras.layers.GRU, keras_rnncells.GRU),
@@ -63,7 +66,7 @@ MODES = {"fwd": "forward", "train": "training step"}
 GOAL = 1.0
 GOAL_TEXT = "implementation='auto' at most 1.0x Keras at every point (forward and train)"
 # What a resumed --json file must share with this run.
-SAME_SETUP = ("input", "repeats", "warmup")
+SAME_SETUP = ("input", "repeats", "warmup", "min_seconds")
 PLOT_EXTRA = 'pip install -e ".[plot]"'
 
 
@@ -82,6 +85,7 @@ class Point:
     keras_train_ms: float
     ours_train_ms: float
     train_ratio: float
+    rounds: int = 0  # timed rounds (0: a file from before rounds were saved)
 
     @property
     def key(self) -> tuple[str, int, int, int]:
@@ -98,6 +102,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--layers", default="gru,lstm", help=f"comma list of {list(PAIRS)}")
     parser.add_argument("--repeats", type=int, help="timed rounds per grid point (default 5)")
     parser.add_argument("--warmup", type=int, help="untimed calls after tracing (default 1)")
+    parser.add_argument(
+        "--min-seconds",
+        type=float,
+        help="more rounds until a point's timed calls took this long (default 1.0)",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny grid, 2 repeats: runs or not")
     parser.add_argument("--json", metavar="PATH", help="save config and rows, after every point")
     parser.add_argument("--resume", action="store_true", help="reuse the points --json holds")
@@ -118,6 +127,10 @@ def validate(args: argparse.Namespace) -> None:
         value = getattr(args, key)
         if value < least:
             raise ValueError(f"Argument `--{key}` must be an integer >= {least}, received: {value}")
+    if not args.min_seconds >= 0:  # also refuses nan
+        raise ValueError(
+            f"Argument `--min-seconds` must be a number >= 0, received: {args.min_seconds}"
+        )
     args.layers = name_list("--layers", args.layers, list(PAIRS))
     output_path("--json", args.json)
     output_path("--plot", args.plot)
@@ -159,15 +172,17 @@ def measure_point(batch: int, steps: int, units: int, args: argparse.Namespace) 
             layer = bench.build()
             layer.build(tuple(x.shape))
             timed.append(prepare(bench, layer, x, args.warmup))
-    time_round_robin(timed, x, args.repeats)
+    rounds = time_round_robin(timed, x, args.repeats, args.min_seconds)
     rows = {entry.bench.label: row(entry, x) for entry in timed}
     del timed
     keras.backend.clear_session()  # a grid point's layers and functions go with it
     gc.collect()
-    return [pair_point(rows, PAIRS[name][0], batch, steps, units) for name in args.layers]
+    return [pair_point(rows, PAIRS[name][0], batch, steps, units, rounds) for name in args.layers]
 
 
-def pair_point(rows: dict[str, Row], label: str, batch: int, steps: int, units: int) -> Point:
+def pair_point(
+    rows: dict[str, Row], label: str, batch: int, steps: int, units: int, rounds: int
+) -> Point:
     """Keras' row and ours at one grid point, as one Point."""
     theirs, ours = rows[f"keras.layers.{label}"], rows[f"rnncells.{label}"]
     return Point(
@@ -182,6 +197,7 @@ def pair_point(rows: dict[str, Row], label: str, batch: int, steps: int, units: 
         keras_train_ms=theirs.train_ms,
         ours_train_ms=ours.train_ms,
         train_ratio=ours.train_ms / theirs.train_ms,
+        rounds=rounds,
     )
 
 
@@ -250,6 +266,7 @@ COLUMNS = (
     "Keras train ms",
     "ours train ms",
     "train ratio",
+    "rounds",
     "our path",
 )
 
@@ -282,6 +299,7 @@ def table_line(point: Point) -> str:
         milliseconds(point.keras_train_ms),
         milliseconds(point.ours_train_ms),
         ratio(point.train_ratio),
+        str(point.rounds),
         point.path,
     )
     return "| " + " | ".join(cells) + " |"
@@ -294,7 +312,8 @@ def header(args: argparse.Namespace) -> str:
     return "\n".join(
         [
             f"Grid: {grid}; input {args.input}; float32. Each grid point: median of "
-            f"{args.repeats} round-robin rounds after {args.warmup} warm-up call(s). "
+            f"at least {args.repeats} round-robin rounds after {args.warmup} warm-up call(s), "
+            f"more until the point's timed calls took {args.min_seconds:g} s. "
             f"Ratio = ours / Keras (time; lower is better); ✗ marks a ratio above {GOAL:.2f}x.",
             "",
             "| " + " | ".join(COLUMNS) + " |",

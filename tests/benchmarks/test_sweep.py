@@ -18,13 +18,17 @@ def sweep(load_script):
 def test_sweep_quick_run(sweep, tmp_path, capsys):
     saved, png = tmp_path / "sweep.json", tmp_path / "sweep.png"
     plot = ["--plot", str(png)] if importlib.util.find_spec("matplotlib") else []
-    result = sweep.main(["--quick", "--steps", "3", "--json", str(saved), *plot])
+    # rounds past --repeats until a point's timed calls took --min-seconds
+    timing = ["--repeats", "2", "--min-seconds", "0.2"]
+    result = sweep.main(["--quick", "--steps", "3", "--json", str(saved), *timing, *plot])
     assert json.loads(saved.read_text()) == json.loads(json.dumps(result))
     points = result["points"]
     grid = itertools.product(("GRU", "LSTM"), (1, 2), (3,), (4,))
     assert {(p["layer"], p["batch"], p["steps"], p["units"]) for p in points} == set(grid)
     for point in points:
         assert point["path"] == "fused"
+        # 8 timed calls a round of a few ms each: 0.2 s takes more than 2 rounds
+        assert point["rounds"] > 2
         for mode in ("fwd", "train"):
             ours, theirs = point[f"ours_{mode}_ms"], point[f"keras_{mode}_ms"]
             assert math.isfinite(ours) and ours > 0 and theirs > 0
@@ -39,7 +43,7 @@ def test_sweep_quick_run(sweep, tmp_path, capsys):
     assert not plot or png.stat().st_size > 0
 
     # nothing left to measure
-    again = sweep.main(["--quick", "--steps", "3", "--json", str(saved), "--resume"])
+    again = sweep.main(["--quick", "--steps", "3", "--json", str(saved), *timing, "--resume"])
     assert again["points"] == points
     assert "(0 of 2 grid points measured in this run)" in capsys.readouterr().out
 
@@ -52,6 +56,8 @@ def test_sweep_quick_run(sweep, tmp_path, capsys):
         (["--layers", "gru,mgu"], "--layers"),
         (["--resume"], "--resume"),
         (["--json", "/no/such/folder/x.json"], "--json"),
+        (["--min-seconds", "-1"], "--min-seconds"),
+        (["--min-seconds", "nan"], "--min-seconds"),
     ],
 )
 def test_sweep_bad_arguments(sweep, argv, flag):
