@@ -440,9 +440,9 @@ def joined_inputs(cell, parts: list, projected: list) -> tuple[dict, set]:
     op each) and hands the cell None for those blocks (``combine`` then takes
     the sum as the pre-activation): a gather and an add a step in place of
     one of each a block (the LSTM's step: 8 ops to 2). The sum is the same
-    but for the order of a bias added between (the GRU's: one rounding). The
-    join copies the blocks once, before the loop (the input projection makes
-    one product a block: `project_blocks`).
+    but for the order of a bias added between (the GRU's: one rounding).
+    Blocks the input projection made (`affine_blocks`) are joined as one
+    product of their kernels side by side (`joined_product`), not copied.
     Returns ``({matmul index: joined tensor}, indices of the inputs joined)``."""
     if not steps_through_combine(type(cell)) or type(cell).combine is not DenseGatesCell.combine:
         return {}, set()
@@ -451,18 +451,73 @@ def joined_inputs(cell, parts: list, projected: list) -> tuple[dict, set]:
         shared = [part.shared for part in each if part.shared is not None]
         if len(shared) < 2:
             continue
-        like = projected[shared[0]]
-
-        def zeros(width, like=like):
-            return tf.zeros(tf.concat([tf.shape(like)[:-1], [width]], axis=0), like.dtype)
-
-        blocks = [
-            zeros(part.stop - part.start) if part.shared is None else projected[part.shared]
-            for part in each
-        ]
-        joins[k] = tf.concat(blocks, axis=-1)
+        widths = [part.stop - part.start for part in each]
+        blocks = [None if part.shared is None else projected[part.shared] for part in each]
+        joins[k] = joined_product(blocks, widths)
+        if joins[k] is None:
+            like = projected[shared[0]]
+            shape = tf.shape(like)[:-1]
+            joins[k] = tf.concat(
+                [
+                    tf.zeros(tf.concat([shape, [width]], axis=0), like.dtype) if x is None else x
+                    for x, width in zip(blocks, widths)
+                ],
+                axis=-1,
+            )
         joined.update(shared)
     return joins, joined
+
+
+def affine_operands(block: tf.Tensor) -> tuple | None:
+    """``(flat, kernel, bias or None, shape)`` of a block `affine_blocks` made,
+    ``Reshape(BiasAdd(MatMul(flat, kernel), bias), shape)``; None for any
+    other tensor."""
+    if block.op.type != "Reshape":
+        return None
+    product, shape = block.op.inputs
+    bias = None
+    if product.op.type == "BiasAdd":
+        product, bias = product.op.inputs
+    op = product.op
+    if op.type != "MatMul" or op.get_attr("transpose_a") or op.get_attr("transpose_b"):
+        return None
+    return op.inputs[0], op.inputs[1], bias, shape
+
+
+def joined_product(blocks: list, widths: list) -> tf.Tensor | None:
+    """``blocks`` (None: zeros ``width`` wide) side by side as one product of
+    the rows they were projected from with their kernels (and biases) side by
+    side, where all of them are `affine_blocks` of the same rows; else None.
+    The kernels' join is a copy of weights, not of the sequence."""
+    operands = [None if x is None else affine_operands(x) for x in blocks]
+    found = [each for each in operands if each is not None]
+    if len(found) < sum(x is not None for x in blocks) or not found:
+        return None
+    flat, _, bias, shape = found[0]
+    if any(each[0] is not flat or (each[2] is None) != (bias is None) for each in found):
+        return None
+    dtype, rows = flat.dtype, flat.shape[-1]
+    kernel = tf.concat(
+        [
+            tf.zeros((rows, width), dtype) if each is None else each[1]
+            for each, width in zip(operands, widths)
+        ],
+        axis=-1,
+    )
+    product = tf.matmul(flat, kernel)
+    if bias is not None:
+        bias = tf.concat(
+            [
+                tf.zeros((width,), dtype) if each is None else each[2]
+                for each, width in zip(operands, widths)
+            ],
+            axis=-1,
+        )
+        product = tf.nn.bias_add(product, bias)
+    joined = tf.reshape(product, tf.concat([shape[:-1], [sum(widths)]], axis=0))
+    like = next(x for x in blocks if x is not None)
+    joined.set_shape((*like.shape[:-1], sum(widths)))
+    return joined
 
 
 def at(tensor: tf.Tensor, t: tf.Tensor) -> tf.Tensor:

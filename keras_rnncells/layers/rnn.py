@@ -426,12 +426,13 @@ class RNN(keras.layers.RNN):
         batch; ``alone``: all of them): ``(last_output, outputs, states)``,
         ``outputs`` batch-major."""
         cell = self.cell
-        projected = cell.step_inputs(ops.transpose(sequences, (1, 0, 2)), training)
+        inputs = ops.transpose(sequences, (1, 0, 2))
         if mask is not None:
             mask = ops.transpose(mask, (1, 0))
-        if self.go_backwards:
-            projected = tree.map_structure(lambda p: ops.flip(p, axis=0), projected)
+        if self.go_backwards:  # the inputs, not each projected block, in reverse
+            inputs = ops.flip(inputs, axis=0)
             mask = None if mask is None else ops.flip(mask, axis=0)
+        projected = cell.step_inputs(inputs, training)
         last_output, outputs, states = fused_recurrence(
             cell,
             projected,

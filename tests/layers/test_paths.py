@@ -319,11 +319,25 @@ def test_the_portable_loop_at_lengths_around_its_unrolling(sequences, mask, rng,
             assert forward == ran, (steps, loops)
 
 
+def live_ops(graph: tf.Graph, outputs: list) -> list:
+    """The ops of ``graph`` that ``outputs`` depend on (what TensorFlow runs
+    of a function's graph: it prunes the rest)."""
+    seen, stack = {}, [t.op for t in outputs]
+    while stack:
+        op = stack.pop()
+        if op.name not in seen:
+            seen[op.name] = op
+            stack.extend(t.op for t in op.inputs)
+            stack.extend(op.control_inputs)
+    return list(seen.values())
+
+
 @pytest.mark.parametrize(
-    "name, gathers", [("lstm", 1), ("gru", 2), ("peephole_lstm", 1), ("mi_lstm", 8), ("mgu", 2)]
+    "name, gathers, projections",
+    [("lstm", 1, 1), ("gru", 2, 2), ("peephole_lstm", 1, 1), ("mi_lstm", 8, 1), ("mgu", 2, 2)],
 )
 def test_the_portable_loop_adds_joined_inputs_to_a_product_at_once(
-    name, gathers, sequences, mask, rng, helpers
+    name, gathers, projections, sequences, mask, rng, helpers
 ):
     """Where a cell adds two or more projected blocks to one recurrent product
     through ``combine`` (LSTM: all four; GRU: z and r; not MI-LSTM, whose
@@ -331,7 +345,10 @@ def test_the_portable_loop_adds_joined_inputs_to_a_product_at_once(
     loop gathers them as one tensor and adds it to the product at once
     (`fused.joined_inputs`): a step reads ``gathers`` tensors and the mask,
     each gathered once an iteration of `fused.PORTABLE_UNROLL` steps. The
-    numbers and TensorFlow's gradients equal the generic path's."""
+    joined blocks are one input product (`fused.joined_product`): the
+    forward graph runs ``projections`` input matmuls (MI-LSTM's projection is
+    one product of its own). The numbers and
+    TensorFlow's gradients equal the generic path's."""
     from keras_rnncells.layers.fused import PORTABLE_UNROLL as k
 
     kwargs = {"go_backwards": True, "return_sequences": True, "return_state": True}
@@ -348,6 +365,10 @@ def test_the_portable_loop_adds_joined_inputs_to_a_product_at_once(
     functions = traced.get_concrete_function(features).graph.as_graph_def().library.function
     (body,) = [f for f in functions if re.fullmatch(r".*unrolled_steps_body_\d+", f.signature.name)]
     assert sum(n.op == "GatherV2" for n in body.node_def) == gathers + 1
+    with krc.portable():
+        graph = tf.function(lambda x: fused(x, **call)).get_concrete_function(features).graph
+    products = [op for op in live_ops(graph, graph.outputs) if op.type == "MatMul"]
+    assert len(products) == projections, [op.name for op in products]
 
 
 def test_the_loop_switches_hold_for_their_thread_only(sequences):
