@@ -454,24 +454,40 @@ def joined_inputs(cell, parts: list, projected: list) -> tuple[dict, set]:
         widths = [part.stop - part.start for part in each]
         blocks = [None if part.shared is None else projected[part.shared] for part in each]
         joins[k] = joined_product(blocks, widths)
-        if joins[k] is None:
+        if joins[k] is None:  # blocks made otherwise: copied side by side
             like = projected[shared[0]]
-            shape = tf.shape(like)[:-1]
-            joins[k] = tf.concat(
-                [
-                    tf.zeros(tf.concat([shape, [width]], axis=0), like.dtype) if x is None else x
-                    for x, width in zip(blocks, widths)
-                ],
-                axis=-1,
+            leading = tf.shape(like)[:-1]
+            joins[k] = side_by_side(
+                blocks,
+                widths,
+                lambda width, leading=leading, like=like: tf.zeros(
+                    tf.concat([leading, [width]], axis=0), like.dtype
+                ),
             )
         joined.update(shared)
     return joins, joined
 
 
-def affine_operands(block: tf.Tensor) -> tuple | None:
-    """``(flat, kernel, bias or None, shape)`` of a block `affine_blocks` made,
-    ``Reshape(BiasAdd(MatMul(flat, kernel), bias), shape)``; None for any
-    other tensor."""
+def side_by_side(pieces: list, widths: list, zeros) -> tf.Tensor:
+    """``pieces`` joined on the last axis, ``zeros(width)`` for each None."""
+    return tf.concat(
+        [zeros(width) if piece is None else piece for piece, width in zip(pieces, widths)],
+        axis=-1,
+    )
+
+
+class Affine(NamedTuple):
+    """A block `affine_blocks` made: ``Reshape(BiasAdd(MatMul(flat, kernel),
+    bias), shape)`` (``bias`` None without the ``BiasAdd``)."""
+
+    flat: tf.Tensor
+    kernel: tf.Tensor
+    bias: tf.Tensor | None
+    shape: tf.Tensor
+
+
+def affine_operands(block: tf.Tensor) -> Affine | None:
+    """The operands of ``block`` if `affine_blocks` made it, else None."""
     if block.op.type != "Reshape":
         return None
     product, shape = block.op.inputs
@@ -481,7 +497,7 @@ def affine_operands(block: tf.Tensor) -> tuple | None:
     op = product.op
     if op.type != "MatMul" or op.get_attr("transpose_a") or op.get_attr("transpose_b"):
         return None
-    return op.inputs[0], op.inputs[1], bias, shape
+    return Affine(op.inputs[0], op.inputs[1], bias, shape)
 
 
 def joined_product(blocks: list, widths: list) -> tf.Tensor | None:
@@ -490,31 +506,25 @@ def joined_product(blocks: list, widths: list) -> tf.Tensor | None:
     side, where all of them are `affine_blocks` of the same rows; else None.
     The kernels' join is a copy of weights, not of the sequence."""
     operands = [None if x is None else affine_operands(x) for x in blocks]
-    found = [each for each in operands if each is not None]
-    if len(found) < sum(x is not None for x in blocks) or not found:
+    if any(x is not None and each is None for x, each in zip(blocks, operands)):
         return None
-    flat, _, bias, shape = found[0]
-    if any(each[0] is not flat or (each[2] is None) != (bias is None) for each in found):
+    first = next(each for each in operands if each is not None)
+    if any(
+        each is not None
+        and (each.flat is not first.flat or (each.bias is None) != (first.bias is None))
+        for each in operands
+    ):
         return None
-    dtype, rows = flat.dtype, flat.shape[-1]
-    kernel = tf.concat(
-        [
-            tf.zeros((rows, width), dtype) if each is None else each[1]
-            for each, width in zip(operands, widths)
-        ],
-        axis=-1,
+    dtype, rows = first.flat.dtype, first.flat.shape[-1]
+    kernels = [None if each is None else each.kernel for each in operands]
+    product = tf.matmul(
+        first.flat, side_by_side(kernels, widths, lambda width: tf.zeros((rows, width), dtype))
     )
-    product = tf.matmul(flat, kernel)
-    if bias is not None:
-        bias = tf.concat(
-            [
-                tf.zeros((width,), dtype) if each is None else each[2]
-                for each, width in zip(operands, widths)
-            ],
-            axis=-1,
-        )
+    if first.bias is not None:
+        biases = [None if each is None else each.bias for each in operands]
+        bias = side_by_side(biases, widths, lambda width: tf.zeros((width,), dtype))
         product = tf.nn.bias_add(product, bias)
-    joined = tf.reshape(product, tf.concat([shape[:-1], [sum(widths)]], axis=0))
+    joined = tf.reshape(product, tf.concat([first.shape[:-1], [sum(widths)]], axis=0))
     like = next(x for x in blocks if x is not None)
     joined.set_shape((*like.shape[:-1], sum(widths)))
     return joined

@@ -371,6 +371,40 @@ def test_the_portable_loop_adds_joined_inputs_to_a_product_at_once(
     assert len(products) == projections, [op.name for op in products]
 
 
+class OneProductLSTMCell(krc.LSTMCell):
+    """A user's LSTM whose sequence projection is one product, then split
+    (not `affine_blocks`' product a block)."""
+
+    def project_inputs(self, inputs):
+        projected = tf.matmul(tf.reshape(inputs, (-1, inputs.shape[-1])), self.kernel)
+        projected = tf.reshape(projected + self.bias, (*tf.unstack(tf.shape(inputs)[:-1]), -1))
+        return tuple(tf.split(projected, 4, axis=-1))
+
+
+def test_the_portable_loop_copies_blocks_it_cannot_join_as_one_product(sequences, rng, helpers):
+    """Blocks that are not `affine_blocks` products (here a split of one
+    product) are joined by a copy (`fused.side_by_side`): a step still reads
+    one tensor, and the numbers equal the generic path's."""
+    from keras_rnncells.layers.fused import PORTABLE_UNROLL as k
+
+    features = rng.normal(size=(len(sequences), 2 * k, FEATURES)).astype("float32")
+    fused, generic = (
+        krc.RNN(OneProductLSTMCell(UNITS), implementation=path, return_sequences=True)
+        for path in ("fused", "generic")
+    )
+    fused.build(features.shape)
+    generic.build(features.shape)
+    helpers.randomize_weights(fused, rng)
+    generic.set_weights(fused.get_weights())
+    with krc.portable():
+        traced = tf.function(lambda x: fused(x, training=False))
+        actual = traced(features)
+    helpers.assert_all_close(actual, generic(features, training=False), what="outputs")
+    functions = traced.get_concrete_function(features).graph.as_graph_def().library.function
+    (body,) = [f for f in functions if re.fullmatch(r".*unrolled_steps_body_\d+", f.signature.name)]
+    assert sum(n.op == "GatherV2" for n in body.node_def) == 1
+
+
 def test_the_loop_switches_hold_for_their_thread_only(sequences):
     """One thread inside ``portable()`` while another traces a training step."""
     import threading
