@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Any
 
 from keras import ops
@@ -10,10 +12,11 @@ from keras_rnncells.cells.base import GatedCell
 from keras_rnncells.cells.registry import register_cell
 
 
-def tf_backend():
-    from keras.src.backend.tensorflow import rnn
-
-    return rnn
+def tf_backend() -> ModuleType:
+    """Keras' TensorFlow RNN module, whose ``gru`` and ``lstm`` run cuDNN's
+    kernels. Imported by its module name: ``keras.src.backend.tensorflow``
+    binds the name ``rnn`` to the module's ``rnn`` function."""
+    return importlib.import_module("keras.src.backend.tensorflow.rnn")
 
 
 # Keras 1 and 2's kernel choices, which keras.layers.GRUCell and LSTMCell

@@ -132,6 +132,27 @@ def test_stateful_matches_keras(spec, implementation, sequences, right_padded_ma
     helpers.assert_all_close(outputs["ours"][2], outputs["ours"][0], tol=0, what="after reset")
 
 
+@pytest.mark.parametrize("spec", CUDNN_SPECS)
+def test_the_cudnn_loop_reaches_keras_cudnn_kernel(spec, sequences, rng, helpers):
+    """Our cells' ``cudnn_loop`` calls the ``gru``/``lstm`` of Keras' TensorFlow
+    backend with arguments it takes. On a GPU that runs cuDNN's kernel (our
+    layer's numbers against Keras' are checked above); on a CPU Keras raises
+    ``NotImplementedError``, its "no cuDNN here", which only a call that got
+    that far raises. (The first GPU run found the hook broken: the backend
+    package binds the name ``rnn`` to a function, which hid the module.)"""
+    _, ours = layer_pair(spec, "fused", sequences, rng, helpers, return_sequences=True)
+    states = [tf.constant(s) for s in random_states(ours, len(sequences), rng)]
+    call = (tf.constant(sequences), states, None, False, True)
+    if not HAS_GPU:
+        with pytest.raises(NotImplementedError):
+            ours.cell.cudnn_loop(*call)
+        return
+    last, outputs, new_states = ours.cell.cudnn_loop(*call)
+    assert outputs.shape == (len(sequences), sequences.shape[1], UNITS)
+    helpers.assert_all_close(last, outputs[:, -1], what=f"{spec}: last output")
+    assert len(new_states) == len(states)
+
+
 @pytest.mark.skipif(not HAS_GPU, reason="no GPU visible")
 @pytest.mark.parametrize("spec", CUDNN_SPECS)
 def test_cudnn_auto_falls_back(spec, sequences, mask, rng, helpers):
