@@ -28,7 +28,9 @@ computed from the rows of the same run:
 2. ``rnncells.GRU``: training step <= 0.70x ``keras.layers.GRU``;
 3. ``rnncells.LSTM``: training step <= 0.80x ``keras.layers.LSTM``;
 4. ``rnncells.RNN(mufuru)``: training step <= 4.5x ``rnncells.RNN(mgu)``'s;
-5. each of our layers: forward <= 1.0x its Keras counterpart (``keras.layers.GRU``,
+5. on a GPU, each of our layers on the fused path: forward and training step
+   <= 2.0x ``keras.layers.GRU`` (there, cuDNN's kernel);
+6. each of our layers: forward <= 1.0x its Keras counterpart (``keras.layers.GRU``,
    ``LSTM`` or ``SimpleRNN`` for the GRU, LSTM and SimpleRNN cells; the same cell
    under plain ``keras.layers.RNN`` for the others). The goal is meant for the
    serving shape, ``--batch 1 --steps 20``; it prints at any shape, and each line
@@ -59,6 +61,7 @@ import keras
 import tensorflow as tf
 
 import keras_rnncells
+from keras_rnncells.layers.rnn import gpu_available
 
 DEFAULT_SHAPE = {"batch": 32, "steps": 100, "input": 64, "units": 128}
 QUICK_SHAPE = {"batch": 3, "steps": 5, "input": 4, "units": 5}
@@ -79,6 +82,7 @@ GRU_TRAIN_VS_GRU = 0.70
 LSTM_TRAIN_VS_LSTM = 0.80
 MUFURU_TRAIN_VS_MGU = 4.5
 FWD_VS_COUNTERPART = 1.0
+FUSED_VS_CUDNN_GRU = 2.0  # on a GPU, where Keras' GRU runs cuDNN's kernel
 SERVING_SHAPE = {"batch": 1, "steps": 20}  # the shape FWD_VS_COUNTERPART is meant for
 
 
@@ -484,6 +488,17 @@ def goals(rows: list[Row], batch: int, steps: int) -> list[Goal]:
                 ratio <= MUFURU_TRAIN_VS_MGU,
             )
         )
+    if gpu_available():
+        for row in rows:
+            if row.path == "fused":
+                result.append(
+                    Goal(
+                        f"{row.layer} (fused, on a GPU): forward and train <= "
+                        f"{FUSED_VS_CUDNN_GRU:.1f}x of {REFERENCE} (cuDNN)",
+                        f"{row.fwd_vs_gru:.2f}x / {row.train_vs_gru:.2f}x",
+                        max(row.fwd_vs_gru, row.train_vs_gru) <= FUSED_VS_CUDNN_GRU,
+                    )
+                )
     where = shape_text(batch, steps)
     for row in rows:
         if row.fwd_vs_counterpart is not None:
@@ -536,6 +551,15 @@ def table_line(row: Row) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def device_text() -> str:
+    """The device the layers ran on: the first GPU TensorFlow sees, else the CPU."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return f"CPU ({os.cpu_count()} cores visible)"
+    details = tf.config.experimental.get_device_details(gpus[0])
+    return f"GPU {details.get('device_name', gpus[0].name)}"
+
+
 def report(
     args: argparse.Namespace,
     peak: float,
@@ -545,6 +569,7 @@ def report(
 ) -> str:
     paths = sorted({row.path for row in rows if row.path != "keras"})
     lines = [
+        f"Device: {device_text()}.",
         f"Shape: batch {args.batch}, steps {args.steps}, input {args.input}, units "
         f"{args.units}, {args.dtype}; outer jit_compile={args.outer_jit}; forward traced for "
         f"{'any batch and steps (as served)' if args.any_shape else 'this shape'}; median of "
