@@ -6,10 +6,12 @@ process (its source passed with ``-c``) to prove that an export serves without
 keras_rnncells: there, any import of keras_rnncells raises ``ImportError``,
 and XLA JIT compilation is disabled as ``tensorflow_model_server`` disables it
 by default (`disable_xla_jit`), so a graph that demands XLA fails the check.
-The program reads a JSON list of jobs ``{"directory", "inputs", "outputs"}``
-(``inputs`` an ``.npz`` path, ``outputs`` a path prefix) and runs each
-SavedModel's ``serving_default`` on the inputs with each of the `LOADERS`,
-writing ``<outputs>.<loader>.npz`` (strings as bytes):
+The program reads a JSON request ``{"tensor_float_32", "jobs"}``: the
+exporting process's TF32 setting, which it takes, and a list of jobs
+``{"directory", "inputs", "outputs"}`` (``inputs`` an ``.npz`` path,
+``outputs`` a path prefix). It runs each SavedModel's ``serving_default`` on
+the inputs with each of the `LOADERS`, writing ``<outputs>.<loader>.npz``
+(strings as bytes):
 
 * ``load``: TensorFlow 2's ``tf.saved_model.load`` (`load_and_run`);
 * ``session``: the graph in a TensorFlow 1 session after the SavedModel's
@@ -92,8 +94,9 @@ def main(request_path: str) -> None:
     except ImportError:
         pass
     with open(request_path, encoding="utf-8") as file:
-        jobs = json.load(file)
-    for job in jobs:
+        request = json.load(file)
+    tf.config.experimental.enable_tensor_float_32_execution(request["tensor_float_32"])
+    for job in request["jobs"]:
         with np.load(job["inputs"]) as loaded:
             inputs = dict(loaded)
         for loader, run in LOADERS.items():

@@ -380,6 +380,7 @@ def fresh_parities(
             {
                 "reference": "servable.serve in the exporting process",
                 "checked_in": "a fresh Python process importing tensorflow, tensorflow_text",
+                "tensor_float_32": tensor_float_32(),
                 "loaders": {
                     "load": "tf.saved_model.load",
                     "session": "TF1 session after the restore op, as TF Serving runs it",
@@ -397,21 +398,32 @@ def fresh_parities(
     return parities
 
 
+def tensor_float_32() -> bool:
+    """Whether float32 matmuls may run in TF32, which GPUs since Ampere do by
+    default: their results then differ from float32's by about 1e-3 relative,
+    more than the check's tolerance. The fresh process takes this process's
+    setting, so both compute the same function (found on the first GPU run,
+    where an exporting process without TF32 and a fresh one with it differed
+    by 5e-5)."""
+    return bool(tf.config.experimental.tensor_float_32_execution_enabled())
+
+
 def run_in_fresh_process(
     jobs: Sequence[tuple[Path, dict[str, np.ndarray]]],
 ) -> list[dict[str, dict[str, np.ndarray]]]:
     """For every job ``(directory, inputs)``, the outputs of its SavedModel's
     ``serving_default`` by loader (``check.LOADERS``), all run in one new Python
-    process that cannot import keras_rnncells (``keras_rnncells.export.check``)."""
+    process that cannot import keras_rnncells (``keras_rnncells.export.check``),
+    with this process's TF32 setting (`tensor_float_32`)."""
     # next to the exports, not in the system's temporary directory: the CLI
     # writes only under the directory it is given
     parent = Path(jobs[0][0]).parent if jobs else None
     with tempfile.TemporaryDirectory(prefix=".check.", dir=parent) as temporary:
         temporary = Path(os.path.abspath(temporary))  # the child runs in it
-        request = []
+        request = {"tensor_float_32": tensor_float_32(), "jobs": []}
         for index, (directory, inputs) in enumerate(jobs):
             np.savez(temporary / f"inputs{index}.npz", **inputs)
-            request.append(
+            request["jobs"].append(
                 {
                     "directory": os.fspath(Path(directory).resolve()),
                     "inputs": os.fspath(temporary / f"inputs{index}.npz"),
@@ -422,7 +434,7 @@ def run_in_fresh_process(
         source = Path(checker.__file__).read_text(encoding="utf-8")
         run_fresh_python(source, [temporary / "request.json"], "Loading the SavedModel", temporary)
         outputs = []
-        for job in request:
+        for job in request["jobs"]:
             by_loader = {}
             for loader in checker.LOADERS:
                 with np.load(f"{job['outputs']}.{loader}.npz") as loaded:

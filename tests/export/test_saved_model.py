@@ -80,6 +80,8 @@ def test_every_cell_serves_in_a_fresh_process(exported):
             {"name": "last", "dtype": "float32", "shape": [None, size]},
             {"name": "outputs", "dtype": "float32", "shape": [None, None, size]},
         ]
+        # conftest runs full float32; so did the fresh process
+        assert manifest["parity"]["tensor_float_32"] is False
         by_loader = manifest["parity"]["outputs"]
         assert set(by_loader) == set(LOADERS)
         for loader, outputs in by_loader.items():
