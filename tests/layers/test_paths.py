@@ -457,6 +457,16 @@ def loop_products(graph) -> list[int]:
     return sorted(sum(n.op == "MatMul" for n in f.node_def) for f in bodies + branches)
 
 
+def cpu_host(monkeypatch, cores: int) -> None:
+    """The fused path's rules as on a CPU host whose executor has ``cores``
+    cores, also where a GPU is visible (where one loop runs a batch and our
+    GRU and LSTM run cuDNN: `rnn.loop_count`, `rnn.RNN.uses_cudnn`)."""
+    from keras_rnncells.layers import rnn
+
+    monkeypatch.setattr(rnn, "executor_cores", lambda: cores)
+    monkeypatch.setattr(rnn, "gpu_available", lambda: False)
+
+
 @pytest.fixture
 def four_cores(monkeypatch):
     """The fused path's rule for how many loops run a batch (layers/rnn.py,
@@ -465,7 +475,7 @@ def four_cores(monkeypatch):
     runs as 4 loops of 3, 2, 2 and 2 rows."""
     from keras_rnncells.layers import rnn
 
-    monkeypatch.setattr(rnn, "executor_cores", lambda: 4)
+    cpu_host(monkeypatch, 4)
     monkeypatch.setattr(rnn, "LOOP_MIN_ROWS", 1)
     monkeypatch.setattr(rnn, "PORTABLE_MIN_ROW_STEPS", 1)
 
@@ -576,10 +586,9 @@ def test_products_of_few_rows_run_in_column_blocks(name, blocks, rng, helpers, m
     the summands). One loop over the rows, whatever the cores; blocks that
     pay on this host (`fused.blocks_pay`, here made to say so)."""
     from keras_rnncells.layers import fused as fused_loop
-    from keras_rnncells.layers import rnn
     from keras_rnncells.layers.fused import BLOCK_ROWS
 
-    monkeypatch.setattr(rnn, "executor_cores", lambda: 1)
+    cpu_host(monkeypatch, 1)
     monkeypatch.setattr(fused_loop, "blocks_pay", lambda depth, widths: True)
     options = {"reset_after": True} if name == "mgu" else {}
     kwargs = {"return_sequences": True, "return_state": True, "dtype": "float64"}
@@ -627,9 +636,9 @@ def test_blocks_that_do_not_pay_are_not_taken(monkeypatch):
     """Where `fused.blocks_pay` finds the column blocks slower on this host,
     a loop that runs alone makes each recurrent product whole, with no
     ``tf.cond`` for a batch known only at run time."""
-    from keras_rnncells.layers import fused, rnn
+    from keras_rnncells.layers import fused
 
-    monkeypatch.setattr(rnn, "executor_cores", lambda: 1)
+    cpu_host(monkeypatch, 1)
     monkeypatch.setattr(fused, "blocks_pay", lambda depth, widths: False)
     layer = krc.GRU(128, return_sequences=True)
     layer.build((None, None, FEATURES))
@@ -665,9 +674,9 @@ def test_loops_per_core_run_whole_products(monkeypatch):
     loop runs its recurrent product whole, however few its rows: the column
     blocks are for a loop that runs alone. Our GRU at 128 units would run its
     product of 4 rows in 3 blocks where they pay."""
-    from keras_rnncells.layers import fused, rnn
+    from keras_rnncells.layers import fused
 
-    monkeypatch.setattr(rnn, "executor_cores", lambda: 2)
+    cpu_host(monkeypatch, 2)
     monkeypatch.setattr(fused, "blocks_pay", lambda depth, widths: True)
     layer = krc.GRU(128, return_sequences=True)
     x = tf.zeros((8, 41, FEATURES))
