@@ -33,6 +33,7 @@ import keras
 import numpy as np
 
 from keras_rnncells.checks import check_float
+from keras_rnncells.export.check import full_float32
 from keras_rnncells.export.manifest import write_manifest
 from keras_rnncells.export.onnx_convert import MIN_OPSET, convert, value_specs
 from keras_rnncells.export.onnx_text import STRING_MODEL_FILE, write_string_model
@@ -61,8 +62,10 @@ def run_onnx(model: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]
 
 
 def parity(model: Any, function: Any, examples: dict[str, np.ndarray]) -> dict[str, float]:
-    """Max absolute difference per output between onnxruntime and TensorFlow."""
-    expected = {name: np.asarray(value) for name, value in function(**examples).items()}
+    """Max absolute difference per output between onnxruntime and TensorFlow
+    (in full float32, as onnxruntime computes: `check.full_float32`)."""
+    with full_float32():
+        expected = {name: np.asarray(value) for name, value in function(**examples).items()}
     found = run_onnx(model, examples)
     missing = sorted(set(expected) - set(found))
     if missing:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from keras_rnncells.export.check import full_float32
 from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.onnx_convert import value_specs
 from keras_rnncells.export.onnx_text_graph import front_end, scheme, string_model
@@ -175,8 +176,10 @@ def string_parity(
     (`WAYS`), against ``serve`` (the SavedModel's function on strings) on all
     of them in one batch: the max absolute difference per number output and
     whether each string output is identical, over both ways (a missing
-    output or another shape: ``inf``, ``False``)."""
-    expected = serve(**{front.input_name: tf.constant(texts)})
+    output or another shape: ``inf``, ``False``). ``serve`` runs in full
+    float32 (`check.full_float32`)."""
+    with full_float32():
+        expected = serve(**{front.input_name: tf.constant(texts)})
     expected = {name: np.asarray(value) for name, value in expected.items()}
     errors = {name: 0.0 for name, value in expected.items() if value.dtype != object}
     identical = {name: True for name, value in expected.items() if value.dtype == object}

@@ -50,7 +50,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_rnncells.checks import check_float
 from keras_rnncells.export import check as checker
-from keras_rnncells.export.check import SIGNATURE, load_and_run
+from keras_rnncells.export.check import SIGNATURE, full_float32, load_and_run
 from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.manifest import tensor_spec, write_manifest
 from keras_rnncells.export.servable import Servable, as_servable
@@ -374,13 +374,13 @@ def fresh_parities(
     )
     parities = []
     for servable, by_loader in zip(servables, reloaded):
-        expected = servable.serve(**{k: tf.constant(v) for k, v in servable.examples.items()})
+        with full_float32():  # as the fresh process
+            expected = servable.serve(**{k: tf.constant(v) for k, v in servable.examples.items()})
         expected = {name: tensor.numpy() for name, tensor in expected.items()}
         parities.append(
             {
                 "reference": "servable.serve in the exporting process",
                 "checked_in": "a fresh Python process importing tensorflow, tensorflow_text",
-                "tensor_float_32": tensor_float_32(),
                 "loaders": {
                     "load": "tf.saved_model.load",
                     "session": "TF1 session after the restore op, as TF Serving runs it",
@@ -398,32 +398,21 @@ def fresh_parities(
     return parities
 
 
-def tensor_float_32() -> bool:
-    """Whether float32 matmuls may run in TF32, which GPUs since Ampere do by
-    default: their results then differ from float32's by about 1e-3 relative,
-    more than the check's tolerance. The fresh process takes this process's
-    setting, so both compute the same function (found on the first GPU run,
-    where an exporting process without TF32 and a fresh one with it differed
-    by 5e-5)."""
-    return bool(tf.config.experimental.tensor_float_32_execution_enabled())
-
-
 def run_in_fresh_process(
     jobs: Sequence[tuple[Path, dict[str, np.ndarray]]],
 ) -> list[dict[str, dict[str, np.ndarray]]]:
     """For every job ``(directory, inputs)``, the outputs of its SavedModel's
     ``serving_default`` by loader (``check.LOADERS``), all run in one new Python
-    process that cannot import keras_rnncells (``keras_rnncells.export.check``),
-    with this process's TF32 setting (`tensor_float_32`)."""
+    process that cannot import keras_rnncells (``keras_rnncells.export.check``)."""
     # next to the exports, not in the system's temporary directory: the CLI
     # writes only under the directory it is given
     parent = Path(jobs[0][0]).parent if jobs else None
     with tempfile.TemporaryDirectory(prefix=".check.", dir=parent) as temporary:
         temporary = Path(os.path.abspath(temporary))  # the child runs in it
-        request = {"tensor_float_32": tensor_float_32(), "jobs": []}
+        request = []
         for index, (directory, inputs) in enumerate(jobs):
             np.savez(temporary / f"inputs{index}.npz", **inputs)
-            request["jobs"].append(
+            request.append(
                 {
                     "directory": os.fspath(Path(directory).resolve()),
                     "inputs": os.fspath(temporary / f"inputs{index}.npz"),
@@ -434,7 +423,7 @@ def run_in_fresh_process(
         source = Path(checker.__file__).read_text(encoding="utf-8")
         run_fresh_python(source, [temporary / "request.json"], "Loading the SavedModel", temporary)
         outputs = []
-        for job in request["jobs"]:
+        for job in request:
             by_loader = {}
             for loader in checker.LOADERS:
                 with np.load(f"{job['outputs']}.{loader}.npz") as loaded:

@@ -27,7 +27,7 @@ from keras_rnncells.export import (
     write_saved_model,
     write_saved_models,
 )
-from keras_rnncells.export.check import LOADERS, RefuseImport
+from keras_rnncells.export.check import LOADERS, RefuseImport, full_float32
 from keras_rnncells.export.saved_model import compare_outputs, cudnn_ops, saved_model_cudnn_ops
 from keras_rnncells.layers.rnn import gpu_available
 from keras_rnncells.seq2seq import TextSeq2Seq
@@ -80,8 +80,6 @@ def test_every_cell_serves_in_a_fresh_process(exported):
             {"name": "last", "dtype": "float32", "shape": [None, size]},
             {"name": "outputs", "dtype": "float32", "shape": [None, None, size]},
         ]
-        # conftest runs full float32; so did the fresh process
-        assert manifest["parity"]["tensor_float_32"] is False
         by_loader = manifest["parity"]["outputs"]
         assert set(by_loader) == set(LOADERS)
         for loader, outputs in by_loader.items():
@@ -293,3 +291,18 @@ def test_the_fresh_process_cannot_import_keras_rnncells():
             refuse.find_spec(name)
     assert refuse.find_spec("keras_rnncells_extra") is None
     assert refuse.find_spec("numpy") is None
+
+
+def test_the_checks_compute_in_full_float32_and_restore_the_setting():
+    """Every export check compares in full float32 (`check.full_float32`),
+    whatever the process's TF32 setting (on by default on recent GPUs), and
+    leaves that setting as it was, also when the check raises."""
+    try:
+        for setting in (True, False):
+            tf.config.experimental.enable_tensor_float_32_execution(setting)
+            with pytest.raises(RuntimeError, match="inside"), full_float32():
+                assert not tf.config.experimental.tensor_float_32_execution_enabled()
+                raise RuntimeError("inside")
+            assert tf.config.experimental.tensor_float_32_execution_enabled() is setting
+    finally:
+        tf.config.experimental.enable_tensor_float_32_execution(False)  # conftest's setting
