@@ -10,6 +10,9 @@ run:
   graph, ``model.predict`` and SavedModels get. With ``--any-shape`` it is
   traced for any batch and steps, as a served model's signature is (the
   batch then is known only at run time: ``layers/rnn.py: loop_count``).
+  With ``--compiled-inference`` it is traced inside
+  ``keras_rnncells.compiled_inference()``: our fused layers' XLA-compiled
+  loop, which a graph that stays in the process may take.
 * train: forward + mean-square loss + backward + Adam update inside one
   ``tf.function`` (as ``model.fit`` runs it: not XLA-compiled at the outer
   level unless ``--outer-jit``). Our layers run their XLA-compiled loop here.
@@ -53,6 +56,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -150,6 +154,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--any-shape",
         action="store_true",
         help="trace the forward pass for any batch and steps, as a served model's signature",
+    )
+    parser.add_argument(
+        "--compiled-inference",
+        action="store_true",
+        help="trace the forward pass inside keras_rnncells.compiled_inference(): our fused "
+        "layers' XLA-compiled loop, not the portable one",
     )
     parser.add_argument("--quick", action="store_true", help="tiny shapes, 1 warmup, 3 repeats")
     parser.add_argument("--json", metavar="PATH", help="also save the rows as JSON")
@@ -362,14 +372,17 @@ def prepare(
     warmup: int,
     outer_jit: bool = False,
     any_shape: bool = False,
+    compiled_inference: bool = False,
 ) -> Timed:
     """Build the two functions of the (built) layer once, traced and warmed up;
-    with ``any_shape`` the forward pass for any batch and steps."""
+    with ``any_shape`` the forward pass for any batch and steps; with
+    ``compiled_inference`` traced inside ``keras_rnncells.compiled_inference()``."""
     spec = tf.TensorSpec((None, None, x.shape[-1]), x.dtype) if any_shape else None
     functions = layer_functions(layer, outer_jit, spec)
-    for function in functions.values():
-        for _ in range(1 + warmup):  # trace and compile, then warm up
-            function(x).numpy()
+    with keras_rnncells.compiled_inference() if compiled_inference else nullcontext():
+        for function in functions.values():
+            for _ in range(1 + warmup):  # trace and compile, then warm up
+                function(x).numpy()
     traced = sum(f.experimental_get_tracing_count() for f in functions.values())
     return Timed(bench, layer, functions, traced)
 
@@ -572,7 +585,8 @@ def report(
         f"Device: {device_text()}.",
         f"Shape: batch {args.batch}, steps {args.steps}, input {args.input}, units "
         f"{args.units}, {args.dtype}; outer jit_compile={args.outer_jit}; forward traced for "
-        f"{'any batch and steps (as served)' if args.any_shape else 'this shape'}; median of "
+        f"{'any batch and steps (as served)' if args.any_shape else 'this shape'}"
+        f"{', in compiled_inference()' if args.compiled_inference else ''}; median of "
         f"{args.repeats} round-robin rounds after {args.warmup} warm-up call(s).",
         f"Peak: {peak:.1f} GFLOP/s ({PEAK_SIZE[args.quick]}² @ {PEAK_SIZE[args.quick]}² "
         f"{args.dtype} matmul, same run).",
@@ -622,7 +636,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
         except ValueError as error:  # a cell that cannot take this shape
             skipped[bench.label] = str(error)
             continue
-        timed.append(prepare(bench, layer, x, args.warmup, args.outer_jit, args.any_shape))
+        timed.append(
+            prepare(
+                bench,
+                layer,
+                x,
+                args.warmup,
+                args.outer_jit,
+                args.any_shape,
+                args.compiled_inference,
+            )
+        )
     time_round_robin(timed, x, args.repeats)
     rows = [row(entry, x) for entry in timed]
     derive(rows, peak)

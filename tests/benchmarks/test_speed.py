@@ -117,6 +117,29 @@ def test_speed_any_shape_traces_the_forward_pass_once_for_every_shape(speed, cap
     assert "forward traced for any batch and steps (as served)" in capsys.readouterr().out
 
 
+def test_speed_compiled_inference_times_the_compiled_loop(speed, capsys):
+    """``--compiled-inference``: our fused layer's forward pass is traced inside
+    ``keras_rnncells.compiled_inference()`` and holds an XLA-compiled function
+    (the compiled loop); without it, none (the portable loop)."""
+    import keras
+    import tensorflow as tf
+
+    import keras_rnncells
+
+    x = tf.random.normal((3, 5, 4))
+    for compiled, xla_functions in ((True, 1), (False, 0)):
+        layer = keras_rnncells.MGU(5)
+        layer.build(tuple(x.shape))
+        bench = speed.Bench("rnncells.MGU", lambda layer=layer: layer)
+        timed = speed.prepare(bench, layer, x, 0, compiled_inference=compiled)
+        graph = timed.functions["fwd"].get_concrete_function(x).graph.as_graph_def()
+        found = sum(f.attr["_XlaMustCompile"].b for f in graph.library.function)
+        assert found == xla_functions, (compiled, found)
+    keras.backend.clear_session()
+    speed.main(["--quick", "--cells", "simple", "--compiled-inference"])
+    assert "in compiled_inference()" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("slower", [1.0, 1.01])
 def test_speed_goals_are_the_floors(speed, slower):
     """Our times at exactly the floors pass; 1% slower, each floor fails."""
