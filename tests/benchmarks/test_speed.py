@@ -94,6 +94,16 @@ def test_speed_quick_run(speed, tmp_path, capsys):
         assert f"- {'PASS' if goal['passed'] else 'FAIL'}: {text}: {goal['measured']}" in printed
 
 
+def prepared_mgu(speed, x, **options):
+    """`speed.prepare` on a fresh ``rnncells.MGU(5)`` built for ``x``, with
+    ``prepare``'s ``options`` and no warm-up."""
+    import keras_rnncells
+
+    layer = keras_rnncells.MGU(5)
+    layer.build(tuple(x.shape))
+    return speed.prepare(speed.Bench("rnncells.MGU", lambda: layer), layer, x, 0, **options)
+
+
 def test_speed_any_shape_traces_the_forward_pass_once_for_every_shape(speed, capsys):
     """``--any-shape``: the forward pass of each layer is traced once, for any
     batch and steps (as a served model's signature), and the report says so;
@@ -101,15 +111,9 @@ def test_speed_any_shape_traces_the_forward_pass_once_for_every_shape(speed, cap
     import keras
     import tensorflow as tf
 
-    import keras_rnncells
-
     x = tf.random.normal((3, 5, 4))
     for any_shape, traces in ((True, 1), (False, 2)):
-        layer = keras_rnncells.MGU(5)
-        layer.build(tuple(x.shape))
-        bench = speed.Bench("rnncells.MGU", lambda layer=layer: layer)
-        timed = speed.prepare(bench, layer, x, 0, any_shape=any_shape)
-        forward = timed.functions["fwd"]
+        forward = prepared_mgu(speed, x, any_shape=any_shape).functions["fwd"]
         assert forward(tf.random.normal((2, 7, 4))).shape == (2, 5)
         assert forward.experimental_get_tracing_count() == traces
     keras.backend.clear_session()
@@ -124,15 +128,10 @@ def test_speed_compiled_inference_times_the_compiled_loop(speed, capsys):
     import keras
     import tensorflow as tf
 
-    import keras_rnncells
-
     x = tf.random.normal((3, 5, 4))
     for compiled, xla_functions in ((True, 1), (False, 0)):
-        layer = keras_rnncells.MGU(5)
-        layer.build(tuple(x.shape))
-        bench = speed.Bench("rnncells.MGU", lambda layer=layer: layer)
-        timed = speed.prepare(bench, layer, x, 0, compiled_inference=compiled)
-        graph = timed.functions["fwd"].get_concrete_function(x).graph.as_graph_def()
+        forward = prepared_mgu(speed, x, compiled_inference=compiled).functions["fwd"]
+        graph = forward.get_concrete_function(x).graph.as_graph_def()
         found = sum(f.attr["_XlaMustCompile"].b for f in graph.library.function)
         assert found == xla_functions, (compiled, found)
     keras.backend.clear_session()
