@@ -24,6 +24,13 @@ import tensorflow as tf
 
 from keras_rnncells.data import data_root
 
+# The child processes the tests start (CLI runs, fresh loads, exporters) import
+# this checkout first, and still see what PYTHONPATH already held.
+CHECKOUT = Path(__file__).resolve().parents[1]
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(CHECKOUT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+)
+
 # TF32 matmuls (the default on recent GPUs) are accurate to ~1e-3 only; the
 # paths are compared to 1e-5, so every path computes in full float32.
 tf.config.experimental.enable_tensor_float_32_execution(False)

@@ -32,13 +32,12 @@ from keras_rnncells.cli import main
 from keras_rnncells.data.pipeline import example_indices, set_shuffle_epoch
 from keras_rnncells.training import ChangedSettings, run_directory
 
-ROOT = Path(__file__).resolve().parents[1]
 # color-namer: fixed shapes (no recompiling per batch shape), shipped data, 20 batches an epoch
 ARGUMENTS = "color-namer --cell mgu --units 4 --epochs 3 --limit 160 --batch-size 8".split()
 
 
 def start(run_dir: Path, *options: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     command = [sys.executable, "-m", "keras_rnncells.cli", "train", *ARGUMENTS, *options]
     return subprocess.Popen(
         [*command, "--out", str(run_dir)],

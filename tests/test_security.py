@@ -142,7 +142,6 @@ def test_the_cli_writes_only_under_the_directories_it_is_given(tmp_path):
         **os.environ,
         "HOME": str(home),
         "TMPDIR": str(temporary),
-        "PYTHONPATH": str(ROOT),
         "TF_CPP_MIN_LOG_LEVEL": "3",
     }
     env.pop("KERAS_HOME", None)

@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -24,7 +23,6 @@ from keras_rnncells.layers import IMPLEMENTATIONS
 from keras_rnncells.layers.rnn import gpu_available
 
 BATCH, STEPS, FEATURES, UNITS = 2, 4, 3, 5
-ROOT = Path(kr.__file__).resolve().parent.parent
 CELLS = kr.list_cells()
 NAMED_LAYERS = sorted(
     (
@@ -213,7 +211,7 @@ print(json.dumps(report))
 def load_each_in_child(paths: dict[str, str], import_line: str) -> subprocess.Popen:
     """`LOAD_EACH` of ``paths`` (name: .keras file) after ``import_line``,
     started in a fresh interpreter."""
-    environ = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
+    environ = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     return subprocess.Popen(
         [sys.executable, "-c", LOAD_EACH.replace("IMPORT", import_line), json.dumps(paths)],
         stdout=subprocess.PIPE,

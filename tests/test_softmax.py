@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -22,7 +21,6 @@ from keras_rnncells.data import load_task
 from keras_rnncells.experiments import build_model, token_counts, train_task
 from keras_rnncells.softmax import VocabularySoftmax, start_at_unigram, token_mean
 
-ROOT = Path(__file__).resolve().parents[1]
 V, D = 23, 8
 
 
@@ -291,7 +289,7 @@ def test_a_language_model_run_with_each_loss_saves_a_tokens_to_logits_model(tmp_
         "    print(len(model.inputs), tuple(logits.shape), bool(np.isfinite(logits).all()))\n"
     )
     paths = [str(tmp_path / name / "model.keras") for name in runs]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     shown = subprocess.run(
         [sys.executable, "-c", script, *paths], env=env, capture_output=True, text=True, timeout=300
     )

@@ -25,7 +25,6 @@ from keras_rnncells.export.command import export_servable
 from keras_rnncells.export.manifest import MANIFEST, SIGNATURE, sha256, sign_manifest
 
 KEY = b"0123456789abcdef0123456789abcdef"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -212,8 +211,7 @@ def test_a_signed_export_is_signed_before_it_is_published(tmp_path, monkeypatch)
 def test_the_verify_command(artifacts, tmp_path):
     def verify(*arguments: object) -> subprocess.CompletedProcess:
         command = [sys.executable, "-m", "keras_rnncells.cli", "verify", *map(str, arguments)]
-        environ = {**os.environ, "PYTHONPATH": str(ROOT)}
-        return subprocess.run(command, capture_output=True, text=True, timeout=300, env=environ)
+        return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
     intact = verify(artifacts["savedmodel"], artifacts["onnx"])
     assert intact.returncode == 0, intact.stderr
