@@ -60,7 +60,7 @@ import os
 import random
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 
@@ -299,7 +299,7 @@ def time_call(function: Callable, x: tf.Tensor) -> float:
     return 1e3 * (time.perf_counter() - start)
 
 
-def round_orders(items: Sequence, seed: int = 0):
+def round_orders(items: Sequence, seed: int = 0) -> Iterator[list]:
     """``items`` in a new order for each round, drawn from ``seed``: no item
     always runs after the same other one."""
     draw = random.Random(seed)
