@@ -110,7 +110,6 @@ def test_speed_any_shape_traces_the_forward_pass_once_for_every_shape(speed, cap
     batch and steps (as a served model's signature), and the report says so;
     without it, another shape is another trace."""
     import keras
-    import tensorflow as tf
 
     x = tf.random.normal((3, 5, 4))
     for any_shape, traces in ((True, 1), (False, 2)):
@@ -127,7 +126,6 @@ def test_speed_compiled_inference_times_the_compiled_loop(speed, capsys):
     ``keras_rnncells.compiled_inference()`` and holds an XLA-compiled function
     (the compiled loop); without it, none (the portable loop)."""
     import keras
-    import tensorflow as tf
 
     x = tf.random.normal((3, 5, 4))
     for compiled, xla_functions in ((True, 1), (False, 0)):
