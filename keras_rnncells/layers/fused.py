@@ -632,13 +632,24 @@ def stepped_loop(
 
 
 def run_forward(
-    cell, projected, states, mask, recurrent_mask, flags, record, unroll=1, blocked=False
+    cell,
+    projected,
+    states,
+    mask,
+    recurrent_mask,
+    flags,
+    record,
+    unroll=1,
+    blocked=False,
+    output=None,
 ):
     """The forward loop; returns (last_output, outputs, states) and, if
     ``record``, the per-step tensors the backward loop needs. ``unroll`` > 1
     (the portable loop): a loop of ``unroll`` steps an iteration, then one of
     the remaining steps. ``blocked`` (the portable loop, alone): recurrent
-    products of few rows in column blocks (`ColumnBlocks`)."""
+    products of few rows in column blocks (`ColumnBlocks`). ``output``: the
+    output before the first step, which a masked step emits again (zeros
+    where None)."""
     training, zero_output_for_mask, return_sequences, template = flags
     steps = tf.shape(projected[0])[0]
     batch = tf.shape(states[0])[0]
@@ -724,7 +735,7 @@ def run_forward(
     lists, (last_output, states, saved) = stepped_loop(
         body,
         output_list,
-        (zeros, tuple(states), saved),
+        (zeros if output is None else output, tuple(states), saved),
         steps,
         unroll,
         projected[0].shape[0],
@@ -740,19 +751,24 @@ def run_forward(
 
 
 @tf.function(jit_compile=True, autograph=False)
-def forward(cell, projected, states, mask, recurrent_mask, flags, record):
-    return run_forward(cell, projected, states, mask, recurrent_mask, flags, record)
+def forward(cell, projected, states, mask, recurrent_mask, flags, record, output):
+    return run_forward(cell, projected, states, mask, recurrent_mask, flags, record, output=output)
 
 
 @tf.function(jit_compile=True, autograph=False)
-def backward(cell, projected, states0, saved, upstream, variables, mask, recurrent_mask, flags):
-    """The gradients of the projected inputs, the initial states and
-    ``variables``. ``projected`` is read only if ``saved`` is None (the forward
+def backward(
+    cell, projected, states0, saved, upstream, variables, mask, recurrent_mask, flags, output
+):
+    """The gradients of the projected inputs, the initial states,
+    ``variables`` and the output before the first step (``output``, zeros
+    where None). ``projected`` is read only if ``saved`` is None (the forward
     ran without recording): the loop replays each step from the saved replay
     inputs (`run_forward`), so the projected sequence need not be kept for it."""
     training, zero_output_for_mask, return_sequences, template = flags
     if saved is None:  # the forward ran without recording (training=False)
-        _, saved = run_forward(cell, projected, states0, mask, recurrent_mask, flags, True)
+        _, saved = run_forward(
+            cell, projected, states0, mask, recurrent_mask, flags, True, output=output
+        )
     saved_states, saved_prev_outputs, matmul_inputs, replay_inputs, saved_parts = saved
     d_last, d_outputs, d_states = upstream[0], upstream[1], list(upstream[2:])
     steps = tf.shape(replay_inputs[0])[0]
@@ -829,7 +845,7 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
         )
 
     g_vars0 = tuple(tf.zeros_like(v) for v in variables)
-    _, g_states, _, g_vars, d_projected, d_parts = tf.while_loop(
+    _, g_states, g_output, g_vars, d_projected, d_parts = tf.while_loop(
         lambda i, *_: i < steps,
         body,
         (
@@ -864,7 +880,7 @@ def backward(cell, projected, states0, saved, upstream, variables, mask, recurre
         unconnected_gradients=tf.UnconnectedGradients.ZERO,
     )
     g_vars = [a + b for a, b in zip(g_vars, g_kernel)]
-    return d_projected, list(g_states), g_vars
+    return d_projected, list(g_states), g_vars, g_output
 
 
 def recurrence_flags(projected: tuple, training, zero_output_for_mask, return_sequences):
@@ -885,10 +901,14 @@ def fused_recurrence(
     return_sequences: bool,
     compiled: bool = True,
     blocked: bool = False,
+    initial_output: Any = None,
 ) -> tuple:
     """Run ``cell`` over time-major projected inputs (the structure
     ``cell.step_inputs`` returned: a tuple of tensors, possibly nested);
-    differentiable.
+    differentiable. ``initial_output``: the output before the first step,
+    which a masked step emits again without ``zero_output_for_mask`` (zeros
+    where None; a loop that continues another's passes that one's last
+    output).
 
     ``compiled``: the XLA-compiled loop with its own gradient; else the same
     loop traced into the caller's graph, with no XLA function and no custom
@@ -901,11 +921,23 @@ def fused_recurrence(
     (T, B, output_size), or (1, B, output_size) without ``return_sequences``.
     """
     flat, flags = recurrence_flags(projected, training, zero_output_for_mask, return_sequences)
+    states = tuple(states)
     if compiled:
-        result = differentiable_recurrence(cell, flat, tuple(states), mask, recurrent_mask, flags)
+        result = differentiable_recurrence(
+            cell, flat, states, mask, recurrent_mask, flags, initial_output
+        )
     else:
         result, _ = run_forward(
-            cell, flat, tuple(states), mask, recurrent_mask, flags, False, PORTABLE_UNROLL, blocked
+            cell,
+            flat,
+            states,
+            mask,
+            recurrent_mask,
+            flags,
+            False,
+            PORTABLE_UNROLL,
+            blocked,
+            initial_output,
         )
     last_output, outputs, *final_states = tree.flatten(result)
     return last_output, outputs, final_states
@@ -968,15 +1000,20 @@ def forward_replica(replica, variables):
 
 
 @tf.function(autograph=False)
-def differentiable_recurrence(cell, projected, states, mask, recurrent_mask, flags):
+def differentiable_recurrence(cell, projected, states, mask, recurrent_mask, flags, output=None):
     # A graph function even when called eagerly: an XLA function called
     # eagerly under a GradientTape would be asked for its TensorLists.
     n, record = len(projected), flags[0]
+    given = [] if output is None else [output]  # differentiated where given
+    stop = n + len(states)
     replica = tf.distribute.get_replica_context() if tf.distribute.has_strategy() else None
 
     @tf.custom_gradient
     def recurrence(*inputs):
-        result, saved = forward(cell, inputs[:n], inputs[n:], mask, recurrent_mask, flags, record)
+        before = inputs[stop] if given else None
+        result, saved = forward(
+            cell, inputs[:n], inputs[n:stop], mask, recurrent_mask, flags, record, before
+        )
 
         def grad(*upstream, variables=()):
             upstream = [
@@ -984,19 +1021,20 @@ def differentiable_recurrence(cell, projected, states, mask, recurrent_mask, fla
                 for u, r in zip(tree.flatten(upstream), tree.flatten(result))
             ]
             with forward_replica(replica, variables):
-                d_projected, d_states, d_vars = backward(
+                d_projected, d_states, d_vars, d_output = backward(
                     cell,
                     None if record else inputs[:n],
-                    inputs[n:],
+                    inputs[n:stop],
                     saved if record else None,
                     upstream,
                     list(variables),
                     mask,
                     recurrent_mask,
                     flags,
+                    before,
                 )
-            return d_projected + d_states, d_vars
+            return d_projected + d_states + [d_output] * len(given), d_vars
 
         return result, grad
 
-    return recurrence(*projected, *states)
+    return recurrence(*projected, *states, *given)

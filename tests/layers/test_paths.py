@@ -512,6 +512,64 @@ def test_one_loop_per_core_equals_one_loop(name, sequences, mask, rng, helpers, 
         helpers.assert_all_close(grads, expected[1], 1e-5, f"{what}: gradients")
 
 
+@pytest.mark.parametrize("name", ["gru", "lstm", "mgu", "mufuru", "scrn"])
+def test_a_training_step_in_two_halves_equals_the_generic_path(
+    name, sequences, mask, rng, helpers, monkeypatch
+):
+    """A training step's compiled loop over at least `rnn.HALVES_MIN_STEPS`
+    steps (here 2: conftest's 5 steps as 3, then 2) runs as two loops, one
+    per half of the sequence (`rnn.time_halves`), and its outputs, final
+    states and gradients (inputs, initial states, weights) equal the generic
+    path's: without a mask, and with a mask with holes, with and without
+    ``zero_output_for_mask`` (without it, a masked step at the start of the
+    second half emits the first half's last output again), each with
+    ``go_backwards``, initial states and dropout."""
+    from keras_rnncells.layers import rnn
+
+    cpu_host(monkeypatch, 1)  # one loop over the batch's rows
+    monkeypatch.setattr(rnn, "HALVES_MIN_STEPS", 2)
+    dtype = "float64" if supports_float64(name) else "float32"
+    tolerance = TOLERANCES[dtype][0]
+    sequences = sequences[:, :, :UNITS].astype(dtype)
+    for step_mask, zero_output in ((None, False), (mask, True), (mask, False)):
+        kwargs = {"go_backwards": True, "return_sequences": True, "return_state": True}
+        kwargs["zero_output_for_mask"] = zero_output
+        fused, generic = fused_and_generic(name, sequences, rng, helpers, dtype, **kwargs)
+        restore_seeds = SeedRestorer(fused, generic)
+        states = [
+            rng.normal(size=(len(sequences), size)).astype(dtype)
+            for size in keras.tree.flatten(fused.cell.state_size)
+        ]
+        call = {"initial_state": states, "mask": step_mask, "training": True}
+        what = f"{name}, mask={step_mask is not None}, zero_output_for_mask={zero_output}"
+        forward = tf.function(lambda x, call=call, fused=fused: fused(x, **call))
+        assert loop_calls(forward, sequences)["compiled"] == 2, f"{what}: loops"
+        step = tf.function(
+            lambda x, call=call, fused=fused: helpers.outputs_and_gradients(fused, x, **call)
+        )
+        restore_seeds()
+        outputs, grads = step(sequences)
+        restore_seeds()
+        expected = helpers.outputs_and_gradients(generic, sequences, **call)
+        helpers.assert_all_close(outputs, expected[0], tolerance, f"{what}: outputs, states")
+        helpers.assert_all_close(grads, expected[1], tolerance, f"{what}: gradients")
+        assert all(np.abs(g).max() > 0 for g in grads), f"{what}: a gradient is zero"
+
+
+def test_time_halves_only_for_recording_loops_of_known_long_sequences():
+    """The rule of `rnn.time_halves`: two halves, the first the longer, only
+    for a recording (training) loop over known steps, at least
+    `HALVES_MIN_STEPS` of them."""
+    from keras_rnncells.layers.rnn import HALVES_MIN_STEPS, time_halves
+
+    odd = HALVES_MIN_STEPS + 1
+    assert time_halves(odd, True) == [odd // 2 + 1, odd // 2]
+    assert time_halves(1000, True) == [500, 500]
+    assert time_halves(HALVES_MIN_STEPS - 1, True) == [HALVES_MIN_STEPS - 1]
+    assert time_halves(1000, False) == [1000]
+    assert time_halves(None, True) == [None]
+
+
 @pytest.mark.slow  # training graphs at four batch sizes (14 s of the default run)
 def test_a_batch_known_at_run_time_runs_one_loop_per_core_in_training_only(sequences, helpers):
     """A training graph traced for any batch size splits the rows it gets at
