@@ -482,9 +482,10 @@ class RNN(keras.layers.RNN):
                 initial_output=last_output,  # what a masked step emits again
             )
             outputs.append(piece_outputs)
-        if self.return_sequences and len(outputs) > 1:
-            outputs = [tf.concat(outputs, axis=0)]
-        return last_output, ops.transpose(outputs[-1], (1, 0, 2)), states
+        # Without return_sequences a loop's outputs are its last output alone.
+        whole = self.return_sequences and len(outputs) > 1
+        joined = tf.concat(outputs, axis=0) if whole else outputs[-1]
+        return last_output, ops.transpose(joined, (1, 0, 2)), states
 
     def cudnn_loop(self, sequences, initial_state, mask, training):
         """Keras' cuDNN kernel, its padded outputs made to match the other paths."""
