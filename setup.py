@@ -28,15 +28,17 @@ ONNX = [
     "onnxruntime>=1.19,<2",
     "onnxruntime-extensions>=0.15,<1",
 ]
+# LiteRT's interpreter: the LiteRT exports are checked in it, without TensorFlow.
+LITERT = ["ai-edge-litert>=2.1,<3"]
 
 # `import keras_rnncells` needs only the core (the cells, layers, seq2seq, the
 # applications' classes); each extra brings what some use of the package needs.
 # The WordPiece and SentencePiece tokenizers (the sentiment model) and their
 # learners (sentencepiece learns the BPE and unigram models; tensorflow-text runs them).
 TEXT = ["tensorflow-text==2.21.*", "sentencepiece>=0.2,<1"]
-# `rnncells export` and `rnncells quickstart` write ONNX artifacts; the sentiment
+# `rnncells export` and `rnncells quickstart` write ONNX (and LiteRT) artifacts; the sentiment
 # model's string-input ONNX file and the SavedModel check need tensorflow-text too.
-EXPORT = [*ONNX, *TEXT]
+EXPORT = [*ONNX, *LITERT, *TEXT]
 # The `rnncells` applications: train, export, quickstart (text and export, EXPORT
 # holding TEXT); TensorFlow 2.21 no longer brings tensorboard, and `rnncells train`
 # writes its logs.

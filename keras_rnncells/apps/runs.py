@@ -16,7 +16,9 @@ import keras
 # language models' metric (registered with Keras as their modules load).
 from keras_rnncells import metrics, regularizers  # noqa: F401
 from keras_rnncells.apps.registry import load_apps
-from keras_rnncells.export.command import FORMATS, export_servable
+from keras_rnncells.export.command import DEFAULT_FORMATS, export_servable
+from keras_rnncells.export.limits import RequestLimits
+from keras_rnncells.export.servable import model_servable
 
 MODEL_FILE_NAME = "model.keras"  # what `rnncells train` writes into a run directory
 
@@ -46,11 +48,18 @@ def export_run(
     model: str | os.PathLike,
     export_dir: str | os.PathLike,
     version: int | None = None,
-    formats: tuple[str, ...] = FORMATS,
+    formats: tuple[str, ...] = DEFAULT_FORMATS,
     overwrite: bool = False,
     key: bytes | None = None,
+    limits: RequestLimits | None = None,
+    streaming: bool = False,
 ) -> dict[str, Path]:
     """The model of ``model`` (a run directory or a ``.keras`` file) as
     serving artifacts under ``export_dir`` (see
-    `keras_rnncells.export.command.export_servable`)."""
-    return export_servable(read_model(model), export_dir, version, formats, overwrite, key=key)
+    `keras_rnncells.export.command.export_servable`). ``limits``: the
+    request limits of a model on text (`keras_rnncells.export.servable.model_servable`).
+    ``streaming``: each format with its step form too."""
+    servable = model_servable(read_model(model), limits=limits)
+    return export_servable(
+        servable, export_dir, version, formats, overwrite, key=key, streaming=streaming
+    )

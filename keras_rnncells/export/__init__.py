@@ -1,5 +1,6 @@
-"""Serving export: SavedModel (TF Serving's layout) and ONNX, each with a manifest."""
+"""Serving export: SavedModel (TF Serving's layout), ONNX and LiteRT, each with a manifest."""
 
+from keras_rnncells.export.litert import write_litert
 from keras_rnncells.export.manifest import verify_manifest, write_manifest
 from keras_rnncells.export.onnx import onnx_path, write_onnx
 from keras_rnncells.export.saved_model import (
@@ -26,6 +27,7 @@ __all__ = [
     "servable_from_model",
     "traced",
     "verify_manifest",
+    "write_litert",
     "write_manifest",
     "write_onnx",
     "write_saved_model",

@@ -35,6 +35,7 @@ XLA-compiled loop must be computed by a function of our own.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import itertools
 import math
@@ -55,6 +56,25 @@ from keras_rnncells.cells.base import DenseGatesCell, steps_through_combine
 # unrolling measured no faster (benchmarks/README.md, "Unrolling the portable
 # loop").
 PORTABLE_UNROLL = 4
+
+# Whether portable loops are traced for LiteRT (`scattered_outputs`).
+_scattered_outputs = contextvars.ContextVar("keras_rnncells_scattered_outputs", default=False)
+
+
+@contextlib.contextmanager
+def scattered_outputs() -> Any:
+    """Within this context a portable loop keeps its outputs in one tensor of
+    all its steps, each iteration's written in place (``TensorScatterUpdate``),
+    not in a TensorList, and makes its recurrent products whole: LiteRT's
+    converter lowers a TensorList to builtin ops only where its element shape is
+    static, so a model whose batch is known only at run time needs this form
+    (`keras_rnncells.export.litert`). The outputs and states are the same."""
+    token = _scattered_outputs.set(True)
+    try:
+        yield
+    finally:
+        _scattered_outputs.reset(token)
+
 
 # TensorFlow's CPU MatMul ran a one-row product (a batch of 1, as served) of at
 # most 16,384 multiply-adds in 2 to 4 µs on this 2-core host, and one of 32,768
@@ -268,7 +288,14 @@ def stacked(outputs: tf.TensorArray, zeros: tf.Tensor) -> tf.Tensor:
 
 def stacked_steps(outputs: tf.TensorArray, zeros: tf.Tensor, count: int) -> tf.Tensor:
     """`stacked` outputs of steps written ``count`` steps an element (stacked:
-    ``stepped_loop``), as one tensor of shape (steps, *zeros.shape)."""
+    ``stepped_loop``), as one tensor of shape (steps, *zeros.shape); ``outputs``
+    is that tensor already (one step an element) or its blocks of ``count``
+    steps under `scattered_outputs`."""
+    if isinstance(outputs, tf.Tensor):
+        if count == 1:
+            return outputs
+        sizes = tf.concat([[tf.shape(outputs)[0] * count], tf.shape(zeros)], axis=0)
+        return tf.ensure_shape(tf.reshape(outputs, sizes), (None, *zeros.shape))
     if count == 1:
         return stacked(outputs, zeros)
     blocks = stacked(outputs, tf.stack([zeros] * count))
@@ -411,6 +438,7 @@ def probe_step(cell, template, px, states, recurrent_mask, training, parts, bloc
     ``parts``, each one's `matmul_parts` (a graph is needed: the portable loop
     also runs eagerly, without them). ``blocked``: products of few rows in
     column blocks (the portable loop: `ColumnBlocks`)."""
+    blocked = blocked and not _scattered_outputs.get()
     probe = MatmulRecorder(blocks=ColumnBlocks() if blocked else None)
     with bound(cell, probe, recurrent_mask):
         cell.step(packed(template, px), list(states), training)
@@ -554,6 +582,15 @@ def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, train
     return output, list(new_states)
 
 
+def steps_of(window: tf.Tensor, count: int) -> list[tf.Tensor]:
+    """The ``count`` steps of a window of a time-major sequence: an unstack, or
+    under `scattered_outputs` one slice each (LiteRT's ``UNPACK`` refuses a
+    tensor of no elements, an empty batch)."""
+    if _scattered_outputs.get():
+        return [window[k] for k in range(count)]
+    return tf.unstack(window, count)
+
+
 def stepped_loop(
     body,
     output_list,
@@ -591,14 +628,17 @@ def stepped_loop(
                 rows, times = [[at(x, t) for x in sequences]], [t]
             else:
                 window = t + tf.constant(list(range(count)))
-                read = [tf.unstack(tf.gather(x, window), count) for x in sequences]
+                read = [steps_of(tf.gather(x, window), count) for x in sequences]
                 rows, times = list(zip(*read)) if read else [()] * count, [None] * count
             written = []
             for xs, now in zip(rows, times):
                 output, *carry = body(now, list(xs), *carry)
                 written.append(output)
+            value = tf.stack(written) if count > 1 else output
             if isinstance(outputs, tf.TensorArray):
-                outputs = outputs.write(i, tf.stack(written) if count > 1 else output)
+                outputs = outputs.write(i, value)
+            elif isinstance(outputs, tf.Tensor):  # `scattered_outputs`
+                outputs = tf.tensor_scatter_nd_update(outputs, i[None, None], value[None])
             return (i + 1, t + count, outputs, *carry)
 
         return iteration
@@ -729,6 +769,9 @@ def run_forward(
         # No TensorArray is carried that is never written: tf2onnx cannot convert one.
         if not return_sequences:
             return ()
+        if _scattered_outputs.get():
+            leading = tf.stack([size] if count == 1 else [size, count])
+            return tf.zeros(tf.concat([leading, tf.shape(zeros)], 0), zeros.dtype)
         shape = zeros.shape if count == 1 else (count, *zeros.shape)
         return tf.TensorArray(zeros.dtype, size=size, element_shape=shape)
 
