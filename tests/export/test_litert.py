@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -217,3 +218,14 @@ def test_the_cli_exports_litert_beside_the_other_formats(tmp_path):
         tmp_path / "exports/litert/frames/1" / MODEL_FILE, {"frames": x}, tmp_path
     )
     np.testing.assert_allclose(found["output_0"], model.predict(x, verbose=0), atol=1e-5)
+
+
+def test_the_readme_litert_block_runs_as_written(tmp_path):
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### On phones: LiteRT", 1)[1]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    done = subprocess.run(
+        [sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "export/litert/frames/1/model.tflite").is_file()
