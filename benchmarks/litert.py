@@ -110,6 +110,7 @@ def saved_model_medians(servable, directory: Path, batches: list[Path], repeats:
 def run_layer(cell: str, work: Path, repeats: int) -> tuple[list[dict], list[dict]]:
     servable = recurrent_layer_servable(cell, units=UNITS, input_dim=INPUT_DIM)
     rng = np.random.default_rng(0)
+    work.mkdir(parents=True)
     batches = []
     for rows, steps in SHAPES:
         path = work / f"{cell}-{rows}-{steps}.npy"
