@@ -65,7 +65,7 @@ _scattered_outputs = contextvars.ContextVar("keras_rnncells_scattered_outputs", 
 def scattered_outputs() -> Any:
     """Within this context a portable loop keeps its outputs in one tensor of
     all its steps, each iteration's written in place (``TensorScatterUpdate``),
-    not in a TensorList, and makes its recurrent products whole: LiteRT's
+    not in a TensorList (`written_at`), and makes its recurrent products whole: LiteRT's
     converter lowers a TensorList to builtin ops only where its element shape is
     static, so a model whose batch is known only at run time needs this form
     (`keras_rnncells.export.litert`). The outputs and states are the same."""
@@ -582,6 +582,25 @@ def masked_step(cell, px, states, prev_output, keep, zero_output_for_mask, train
     return output, list(new_states)
 
 
+def written_at(outputs: tf.Tensor, value: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+    """``outputs`` with ``value`` in place of its element ``index`` (axis 0):
+    XLA's ``DynamicUpdateSlice``, which LiteRT runs as its builtin
+    ``DYNAMIC_UPDATE_SLICE`` in place (a ``TensorScatterUpdate`` became a
+    scatter into a new tensor and a select, a copy of every step's outputs at
+    each step). TensorFlow has no kernel for the op outside XLA: a graph traced
+    under `scattered_outputs` is for LiteRT's converter, not to be run."""
+    from tensorflow.compiler.tf2xla.python import xla  # no public name
+
+    start = tf.concat([index[None], tf.zeros([tf.rank(value)], index.dtype)], axis=0)
+    return xla.dynamic_update_slice(outputs, value[None], start)
+
+
+def written_part(outputs: Any, size: Any) -> Any:
+    """The first ``size`` elements of a `scattered_outputs` tensor (made with
+    room for one element at least); a TensorList (or ``()``) as it is."""
+    return outputs[:size] if isinstance(outputs, tf.Tensor) else outputs
+
+
 def steps_of(window: tf.Tensor, count: int) -> list[tf.Tensor]:
     """The ``count`` steps of a window of a time-major sequence: an unstack, or
     under `scattered_outputs` one slice each (LiteRT's ``UNPACK`` refuses a
@@ -638,7 +657,7 @@ def stepped_loop(
             if isinstance(outputs, tf.TensorArray):
                 outputs = outputs.write(i, value)
             elif isinstance(outputs, tf.Tensor):  # `scattered_outputs`
-                outputs = tf.tensor_scatter_nd_update(outputs, i[None, None], value[None])
+                outputs = written_at(outputs, value, i)
             return (i + 1, t + count, outputs, *carry)
 
         return iteration
@@ -657,7 +676,7 @@ def stepped_loop(
             maximum_iterations=blocks,
             name="unrolled_steps",
         )
-        stacks.append((outputs, unroll))
+        stacks.append((written_part(outputs, blocks), unroll))
         if known_steps is not None and known_steps % unroll == 0:
             return stacks, tuple(carry)
     rest = steps - blocks * unroll
@@ -668,7 +687,7 @@ def stepped_loop(
         maximum_iterations=rest,
         name="steps",
     )
-    return [*stacks, (outputs, 1)], tuple(carry)
+    return [*stacks, (written_part(outputs, rest), 1)], tuple(carry)
 
 
 def run_forward(
@@ -770,7 +789,10 @@ def run_forward(
         if not return_sequences:
             return ()
         if _scattered_outputs.get():
-            leading = tf.stack([size] if count == 1 else [size, count])
+            # one element at least: LiteRT checks a loop body's shapes before it
+            # runs, and a slice of one step does not fit in a tensor of none
+            room = tf.maximum(size, 1)
+            leading = tf.stack([room] if count == 1 else [room, count])
             return tf.zeros(tf.concat([leading, tf.shape(zeros)], 0), zeros.dtype)
         shape = zeros.shape if count == 1 else (count, *zeros.shape)
         return tf.TensorArray(zeros.dtype, size=size, element_shape=shape)

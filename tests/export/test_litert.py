@@ -194,7 +194,7 @@ def test_litert_tracing_keeps_no_tensor_list():
         graph = function.get_concrete_function().graph.as_graph_def()
     nodes = [*graph.node, *(n for f in graph.library.function for n in f.node_def)]
     assert not [n.op for n in nodes if n.op.startswith("TensorList")]
-    assert "TensorScatterUpdate" in {n.op for n in nodes}
+    assert "XlaDynamicUpdateSlice" in {n.op for n in nodes}
 
 
 def test_the_cli_exports_litert_beside_the_other_formats(tmp_path):
