@@ -1,19 +1,21 @@
 """What every ``rnncells`` command runs under (`keras_rnncells.cli.main`):
 paths made absolute where they enter, TensorFlow's C++ log and the libraries'
 known noise kept out of the output, and every anticipated error (`fail`, a
-missing optional module, or a ``ValueError`` or ``OSError`` of the package
-naming an argument or a path) turned into one line worded with the command's
-flags, exit status 2, with no empty output directory left behind. Like the
-command's parser, it imports no TensorFlow.
+missing optional module, a full disk, or a ``ValueError`` or ``OSError`` of
+the package naming an argument or a path) turned into one line worded with
+the command's flags, exit status 2, with no empty output directory left
+behind. Like the command's parser, it imports no TensorFlow.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import logging
 import os
+import re
 import sys
 import tempfile
 import traceback
@@ -190,17 +192,57 @@ def directories_under(top: Path) -> list[Path]:
     return [Path(root) for root, _, _ in os.walk(top, topdown=False)]
 
 
+# A full disk, and a user's exhausted quota, by errno: what the message says.
+NO_SPACE = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "no space left under the disk quota",
+}
+
+
+def no_space(error: BaseException | None) -> tuple[str, str | None] | None:
+    """``(what ran out, the file being written or None)`` where ``error``, or
+    an error it was raised from or while handling, is a full disk or quota
+    (`NO_SPACE`): an ``OSError`` of that errno, or TensorFlow's error for one
+    (a message ``<file>; No space left on device``); else None."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        for number, words in NO_SPACE.items():
+            if isinstance(error, OSError) and error.errno == number:
+                return words, error.filename
+            if type(error).__module__.startswith("tensorflow"):
+                text = str(getattr(error, "message", error))
+                found = re.search(rf"^(?:(.*?); )?{re.escape(os.strerror(number))}", text, re.M)
+                if found:
+                    return words, found.group(1) or None
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def no_space_message(words: str, file: str | None, out: str | None) -> str:
+    """The one line of a full disk (`no_space`): the output directory
+    ``out`` (``--out``) or else the file, what ran out, what to do."""
+    if out is None:
+        return f"{file + ': ' if file else ''}{words}; free some space and run it again"
+    writing = f" (writing {file})" if file else ""
+    return f"--out {out}: {words}{writing}; free some space, or choose another --out"
+
+
 def anticipated_message(
-    error: Exception, anticipated: tuple[type[Exception], ...] = ()
+    error: Exception, anticipated: tuple[type[Exception], ...] = (), out: str | None = None
 ) -> str | None:
     """The one-line message of an anticipated error, None for any other: a
-    `CommandError`; a missing optional module, with its extra (`EXTRAS`); an
-    ``OSError`` naming a file; a ``ValueError`` or
+    `CommandError`; a full disk (`no_space`), naming ``out`` (the command's
+    ``--out``, where it has one); a missing optional module, with its extra
+    (`EXTRAS`); an ``OSError`` naming a file; a ``ValueError`` or
     ``OSError`` raised by the package (its argument and input checks) or one
     of ``anticipated`` (a command's: `keras_rnncells.cli.Command`), worded with
     the command's flags."""
+    full = no_space(error)
     if isinstance(error, CommandError):
         message = str(error)
+    elif full is not None:
+        message = no_space_message(*full, out)
     elif isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] in EXTRAS:
         module = error.name.split(".")[0]
         install = f"pip install 'keras-rnncells[{EXTRAS[module]}]'"

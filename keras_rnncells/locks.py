@@ -102,8 +102,14 @@ class Claim:
                 # lock: we locked a file no longer at the path; again
                 os.close(descriptor)
                 continue
-            os.ftruncate(descriptor, 0)
-            os.write(descriptor, (json.dumps(this_holder()) + "\n").encode("utf-8"))
+            try:
+                os.ftruncate(descriptor, 0)
+                os.write(descriptor, (json.dumps(this_holder()) + "\n").encode("utf-8"))
+            except BaseException:  # a full disk: leave no claim file behind
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)
+                os.close(descriptor)
+                raise
             self.descriptor = descriptor
             return None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -203,18 +204,24 @@ class MuFuRUCell(GatedCell):
             logits = ops.matmul(ops.tanh(logits), self.operation_kernel)
             if self.operation_bias is not None:
                 logits = logits + self.operation_bias
-        logits = ops.reshape(logits, (-1, len(self.operations), units))
+        count = len(self.operations)
+        logits = ops.reshape(logits, (-1, count, units))
         # The softmax over axis 1, written out: TensorFlow's softmax on a
         # middle axis transposes twice. The shift gets no gradient (the
-        # softmax does not depend on it).
-        e = ops.exp(logits - ops.stop_gradient(ops.max(logits, axis=1, keepdims=True)))
+        # softmax does not depend on it); its `initial` lets a batch of 0 rows
+        # through (Keras refuses the max of an empty tensor when eager).
+        shift = ops.max(logits, axis=1, keepdims=True, initial=float("-inf"))
+        e = ops.exp(logits - ops.stop_gradient(shift))
         p = e / ops.sum(e, axis=1, keepdims=True)
         # The mixture as a sum of (batch, units) products: summing a stack of
         # the operations' results over its middle axis was the step's slowest
-        # kernel under XLA.
-        weights = ops.unstack(p, axis=1)
+        # kernel under XLA. The products' weights are the column blocks of p
+        # flattened, not p unstacked: LiteRT's UNPACK refuses a batch of 0 rows.
+        weights = ops.split(ops.reshape(p, (-1, count * units)), count, axis=1)
         terms = [w * fn(s, v) for w, fn in zip(weights, self.operation_fns)]
-        return functools.reduce(ops.add, terms), p
+        # `+`, not ops.add: Keras' TensorFlow add takes a (0, units) term for
+        # a bias and fails (BiasAdd) on a batch known to hold 0 rows.
+        return functools.reduce(operator.add, terms), p
 
     def operation_weights(
         self,
