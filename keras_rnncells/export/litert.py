@@ -10,6 +10,9 @@ interpreter without TensorFlow.
                      `Servable.onnx`: the text stays in the app), signature
                      "serving_default", inputs and outputs named as the servable's
     <vocabulary>     the tokens, one per line, where the model takes token ids
+    tokenizer.py     for a model on token ids: the app's tokenizer in plain Python
+                     (keras_rnncells.text.standalone; no TensorFlow), reading the
+                     manifest's "tokenizer" entry and the files it names
     manifest.json    keras_rnncells.export.manifest: ops, quantization, parity
 
 with the SavedModel writer's staging, version claims and signing
@@ -68,6 +71,7 @@ from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.manifest import sign_manifest, tensor_spec, write_manifest
 from keras_rnncells.export.saved_model import Staging, check_version
 from keras_rnncells.export.servable import Servable, as_servable
+from keras_rnncells.export.tokenizer_files import tokenizer_manifest
 from keras_rnncells.layers.fused import scattered_outputs
 from keras_rnncells.layers.rnn import loop_override, portable
 
@@ -438,6 +442,11 @@ def stage_litert(
     path.write_bytes(model)
     for name, tokens in servable.vocabulary_files.items():
         (directory / name).write_text("".join(f"{token}\n" for token in tokens), encoding="utf-8")
+    tokenizer = tokenizer_manifest(servable, check=check)
+    if tokenizer is not None:  # the app's side: tokenizer.py and what it reads
+        for name, data in tokenizer[1].items():
+            target = directory / name
+            target.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
     if check:
         parity, ops = litert_parity(servable, path, batch_size, tolerance, quantize)
     else:
@@ -468,6 +477,7 @@ def stage_litert(
             "batch_size": batch_size,
             "ops": ops,
             "bytes": len(model),
+            **({} if tokenizer is None else {"tokenizer": tokenizer[0]}),
         },
     )
     return directory

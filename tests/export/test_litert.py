@@ -229,3 +229,35 @@ def test_the_readme_litert_block_runs_as_written(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "export/litert/frames/1/model.tflite").is_file()
+
+
+def test_an_app_on_a_phone_tokenizes_in_python_and_runs_the_ids(tmp_path, tiny_app_models):
+    from keras_rnncells.apps import servable_for
+
+    sentiment = next(m for m in tiny_app_models() if type(m).__name__ == "SentimentClassifier")
+    servable = servable_for(sentiment)
+    directory = write_litert(servable, tmp_path / "export", version=1)
+    assert manifest_of(directory)["tokenizer"]["module"] == "tokenizer.py"
+    texts = ["a wonderful , moving film", "", "Ça, c'est DULL!!  日本 🎬", "so " * 300]
+    program = textwrap.dedent(
+        f"""
+        import importlib.util, json, sys
+        sys.modules["tensorflow"] = None
+        import numpy as np
+        from ai_edge_litert.interpreter import Interpreter
+        path = {str(directory / "tokenizer.py")!r}
+        spec = importlib.util.spec_from_file_location("tokenizer", path)
+        tokenizer = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(tokenizer)
+        ids = np.array(tokenizer.load().encode({texts!r}), "int32")
+        runner = Interpreter(model_path={str(directory / MODEL_FILE)!r}).get_signature_runner()
+        print(json.dumps(runner(token_ids=ids)["probability"].tolist()))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=directory, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = servable.serve(text=tf.constant(texts))["probability"].numpy()
+    np.testing.assert_allclose(found, expected, atol=1e-5)
