@@ -13,6 +13,8 @@ request at a time, median over ``--repeats`` after a warm-up, at batch 1
   cannot be imported;
 * ``LiteRT fused``: the LSTM exported with ``batch_size`` fixed, LiteRT's
   ``UNIDIRECTIONAL_SEQUENCE_LSTM`` op (batch 1 only: one file per batch);
+* ``LiteRT unrolled``: the same layer with ``unroll=True`` over a fixed
+  length (no ``WHILE``: one file per length), batch 1;
 * ``ONNX Runtime``: the ONNX export, in a child without TensorFlow;
 * ``SavedModel``: ``tf.saved_model.load`` in this process (the portable loop).
 
@@ -43,7 +45,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np
 
-from keras_rnncells.export import recurrent_layer_servable, write_litert, write_onnx
+from keras_rnncells import RNN, get_cell
+from keras_rnncells.export import (
+    recurrent_layer_servable,
+    servable_from_model,
+    write_litert,
+    write_onnx,
+)
 from keras_rnncells.export.litert import MODEL_FILE
 
 SHAPES = ((1, 20), (1, 100), (32, 100))
@@ -107,6 +115,17 @@ def saved_model_medians(servable, directory: Path, batches: list[Path], repeats:
     return medians
 
 
+def unrolled_file(cell: str, steps: int, directory: Path) -> Path:
+    """The LiteRT file of ``cell``'s layer unrolled over ``steps`` steps."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((steps, INPUT_DIM), name="sequences")
+    layer = RNN(get_cell(cell)(UNITS), unroll=True, return_sequences=True)
+    model = keras.Model(inputs, layer(inputs), name=f"{cell}-unrolled")
+    return write_litert(servable_from_model(model), directory) / MODEL_FILE
+
+
 def run_layer(cell: str, work: Path, repeats: int) -> tuple[list[dict], list[dict]]:
     servable = recurrent_layer_servable(cell, units=UNITS, input_dim=INPUT_DIM)
     rng = np.random.default_rng(0)
@@ -134,6 +153,12 @@ def run_layer(cell: str, work: Path, repeats: int) -> tuple[list[dict], list[dic
         "ONNX Runtime": child_medians("onnx", onnx, batches, repeats),
         "SavedModel": saved_model_medians(servable, work / "savedmodel", batches, repeats),
     }
+    unrolled = []
+    for (rows, steps), batch in zip(SHAPES, batches):
+        if rows == 1:
+            path = unrolled_file(cell, steps, work / f"unrolled-{steps}")
+            unrolled += child_medians("litert", path, [batch], repeats)
+    timings["LiteRT unrolled"] = unrolled
     if cell == "lstm":
         fused = write_litert(servable, work / "litert-fused", batch_size=1) / MODEL_FILE
         timings["LiteRT fused"] = child_medians("litert", fused, batches[:2], repeats)
