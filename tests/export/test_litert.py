@@ -174,7 +174,7 @@ def test_quantized_files_are_smaller_and_close(tmp_path):
         assert not [op for op in manifest["ops"] if op.startswith("CUSTOM")]
         assert manifest["parity"]["max_abs_error"]["output_0"] < 0.05, quantize
     # 0.301x measured here (the loops' graph is a fixed ~30 KB); the apps' ratios:
-    # benchmarks/litert.py
+    # benchmarks/litert_speed.py
     assert sizes["dynamic"] <= 0.32 * sizes[None], sizes
     assert sizes["float16"] <= 0.55 * sizes[None], sizes
 

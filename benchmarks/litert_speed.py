@@ -24,8 +24,8 @@ sequences.
 
 Usage::
 
-    python benchmarks/litert.py                    # all rows, 200 requests
-    python benchmarks/litert.py --layers lstm --repeats 50
+    python benchmarks/litert_speed.py                    # all rows, 200 requests
+    python benchmarks/litert_speed.py --layers lstm --repeats 50
 """
 
 from __future__ import annotations
