@@ -63,7 +63,7 @@ def unsafe_uses(source: str) -> list[str]:
             pickled = keywords.get("allow_pickle")
             if isinstance(pickled, ast.Constant) and pickled.value is True:
                 found.append(f"{name}(allow_pickle=True)")
-            if name == "load" and getattr(function.value, "id", None) == "yaml":
+            if name == "load" and getattr(getattr(function, "value", None), "id", None) == "yaml":
                 found.append("yaml.load()")
             if name == "load_model" and not (
                 isinstance(keywords.get("safe_mode"), ast.Constant)

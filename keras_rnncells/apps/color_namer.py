@@ -163,6 +163,7 @@ def color_namer_servable(model: ColorNamer, name: str = "color-namer") -> Servab
         onnx_function=traced(to_tokens, signature),
         onnx_examples={"rgb": EXAMPLE_RGB},
         vocabulary_files={"vocabulary.txt": model.tokenizer.vocabulary},
+        detokenizers={"names": ("tokens", model.tokenizer)},
     )
 
 
