@@ -37,12 +37,14 @@ from keras_rnncells.apps.colors import (
 )
 from keras_rnncells.apps.registry import register_app
 from keras_rnncells.checks import check_positive_int
+from keras_rnncells.export.limits import RequestLimits
 from keras_rnncells.export.servable import (
     Servable,
     StringFrontEnd,
     padded_ids,
     served_ids,
     traced,
+    with_limits,
 )
 from keras_rnncells.layers import portable
 from keras_rnncells.seq2seq.encoder import Encoder
@@ -50,6 +52,11 @@ from keras_rnncells.text import WordTokenizer
 from keras_rnncells.training import finish_run, fit_run, run_directory, settings_from_arguments
 
 EXAMPLE_NAMES = ("light greenish blue", "dark red", "")
+# A color name is a few words (the shipped XKCD list's longest has 26
+# characters), and the encoder reads every word of a request's longest name,
+# in every row: 256 characters a name (the other limits:
+# `keras_rnncells.export.limits.DEFAULT_LIMITS`).
+LIMITS = RequestLimits(max_chars=256)
 
 
 def bin_centres(bins: int) -> np.ndarray:
@@ -119,7 +126,9 @@ class NameToColor(TokenizerModel):
         }
 
 
-def name_to_color_servable(model: NameToColor, name: str = "name-to-color") -> Servable:
+def name_to_color_servable(
+    model: NameToColor, name: str = "name-to-color", limits: RequestLimits | None = None
+) -> Servable:
     """Serving: ``{"name": string (B,)}`` -> ``{"rgb": float32 (B, 3),
     "distribution": float32 (B, 3, bins)}``; an empty name gets the prior
     (see the module), unknown words read as ``[UNK]``. ONNX (no string ops):
@@ -127,7 +136,9 @@ def name_to_color_servable(model: NameToColor, name: str = "name-to-color") -> S
     vocabulary shipped with it (lower-cased words split on whitespace; an id
     outside it fails the request, `served_ids`), and
     ``model_text.onnx`` on ``{"name"}`` with the tokenizer as
-    onnxruntime-extensions ops (`keras_rnncells.export.onnx_text`)."""
+    onnxruntime-extensions ops (`keras_rnncells.export.onnx_text`). Both on
+    strings refuse a request past ``limits`` before tokenizing it
+    (`with_limits`; unset limits: `LIMITS`)."""
     module = tf.Module()
     module.model = model
 
@@ -136,7 +147,7 @@ def name_to_color_servable(model: NameToColor, name: str = "name-to-color") -> S
 
     examples = {"name": np.array(EXAMPLE_NAMES)}
     ids = model.tokenizer(tf.constant(examples["name"])).numpy().astype("int32")
-    return Servable(
+    servable = Servable(
         name=name,
         cell=model.encoder.cell_name,
         module=module,
@@ -160,6 +171,7 @@ def name_to_color_servable(model: NameToColor, name: str = "name-to-color") -> S
         ),
         vocabulary_files={"vocabulary.txt": model.tokenizer.vocabulary},
     )
+    return with_limits(servable, limits, defaults=LIMITS)
 
 
 @dataclass(frozen=True)

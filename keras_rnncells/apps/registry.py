@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from keras_rnncells.defaults import APPS
-from keras_rnncells.export.servable import Servable, register_model_servable
+from keras_rnncells.export.limits import RequestLimits
+from keras_rnncells.export.servable import Servable, model_servable, register_model_servable
 
 
 @dataclass(frozen=True)
@@ -109,12 +110,14 @@ def app_of(model: Any) -> App | None:
     return next((by_class[cls] for cls in type(model).__mro__ if cls in by_class), None)
 
 
-def servable_for(model: Any) -> Servable:
-    """The ``Servable`` of a trained application model (as ``model.keras`` loads)."""
+def servable_for(model: Any, limits: RequestLimits | None = None) -> Servable:
+    """The ``Servable`` of a trained application model (as ``model.keras``
+    loads); ``limits``: its request limits, where it reads text
+    (`keras_rnncells.export.servable.model_servable`)."""
     app = app_of(model)
     if app is None:
         raise ValueError(
             f"Argument `model`: no application serves a {type(model).__name__}; expected a "
             f"model written by `rnncells train` ({', '.join(list_apps())})"
         )
-    return app.servable(model)
+    return model_servable(model, limits=limits)

@@ -34,12 +34,14 @@ from keras_rnncells.checks import check_positive_int, check_rate
 from keras_rnncells.data.pipeline import shuffled_slices
 from keras_rnncells.data.sentiment import read_glue_train, read_imdb, read_stsa
 from keras_rnncells.defaults import TOKENIZERS
+from keras_rnncells.export.limits import RequestLimits
 from keras_rnncells.export.servable import (
     Servable,
     StringFrontEnd,
     padded_ids,
     served_ids,
     traced,
+    with_limits,
 )
 from keras_rnncells.layers.word_dropout import WordDropout
 from keras_rnncells.seq2seq.encoder import Encoder
@@ -154,14 +156,19 @@ class SentimentClassifier(TokenizerModel):
         }
 
 
-def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> Servable:
+def sentiment_servable(
+    model: SentimentClassifier, name: str = "sentiment", limits: RequestLimits | None = None
+) -> Servable:
     """Serving: ``{"text": string (B,)}`` -> ``{"probability": float32 (B,),
     "label": string (B,)}``, "positive" where the probability is >= 0.5. ONNX
     (no string ops): ``{"token_ids": int32 (B, T)}`` -> ``{"probability"}``,
     ids from ``model.token_ids`` (the vocabulary ships with it; an
     id outside it fails the request, `served_ids`), and ``model_text.onnx``
     with the serving signature, the tokenizer as onnxruntime-extensions ops
-    (`keras_rnncells.export.onnx_text`)."""
+    (`keras_rnncells.export.onnx_text`). Both on strings refuse a request
+    past ``limits`` before tokenizing it (`with_limits`; unset limits:
+    `keras_rnncells.export.limits.DEFAULT_LIMITS`, which admit every IMDB
+    review)."""
     module = tf.Module()
     module.model = model
 
@@ -178,7 +185,7 @@ def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> S
         "text": np.array(["a gripping, beautifully acted film", "dull and far too long", ""])
     }
     ids = model.token_ids(tf.constant(examples["text"])).numpy()
-    return Servable(
+    servable = Servable(
         name=name,
         cell=model.encoder.cell_name,
         module=module,
@@ -196,9 +203,11 @@ def sentiment_servable(model: SentimentClassifier, name: str = "sentiment") -> S
             model.tokenizer,
             lambda ragged: labelled(model.pad_ids(ragged)),
             replacements=((LINE_BREAK, " "),),
+            pad_to_multiple=model.pad_to_multiple,
         ),
         vocabulary_files={"vocabulary.txt": model.tokenizer.vocabulary},
     )
+    return with_limits(servable, limits)
 
 
 @dataclass(frozen=True)

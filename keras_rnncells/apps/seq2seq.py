@@ -30,12 +30,14 @@ from keras_rnncells.apps.registry import register_app
 from keras_rnncells.checks import check_float, check_integer, check_positive_int
 from keras_rnncells.data.dates import date_splits, meeting_splits
 from keras_rnncells.data.pipeline import shuffled_slices
+from keras_rnncells.export.limits import RequestLimits
 from keras_rnncells.export.servable import (
     Servable,
     StringFrontEnd,
     padded_ids,
     served_ids,
     traced,
+    with_limits,
 )
 from keras_rnncells.seq2seq.attention import SCORES
 from keras_rnncells.seq2seq.sequence_level import OBJECTIVES
@@ -59,16 +61,27 @@ TASKS = {"dates": "date normalization", "meetings": "meeting notes to name and d
 # The longest output of each dataset, in tokens, with room to spare.
 MAX_OUTPUT_LENGTH = {"dates": 12, "meetings": 32}
 SERVING_BEAM_WIDTH = 4
+# A date or a meeting note is a line (the generated dates have at most 31
+# characters, the notes 54), and the encoder and the beam search's attention
+# read every character of a request's longest text, in every row and beam:
+# 256 texts of 2,000 characters took 26 s and 5.5 GB of a server, 256 of 256
+# characters 1.5 s and 1.4 GB (the default model; `keras_rnncells.export.limits`).
+# So 256 characters a text (the other limits: `limits.DEFAULT_LIMITS`).
+LIMITS = RequestLimits(max_chars=256)
 
 
-def seq2seq_servable(model: TextSeq2Seq, name: str = "seq2seq") -> Servable:
+def seq2seq_servable(
+    model: TextSeq2Seq, name: str = "seq2seq", limits: RequestLimits | None = None
+) -> Servable:
     """Serving: ``{"text": string (B,)}`` -> ``{"output": string (B,),
     "score": float32 (B,)}``, beam search of width 4 in the graph. ONNX (no
     string ops): ``{"token_ids": int32 (B, S)}`` -> ``{"tokens": int32 (B, L),
     "score"}``, the ids of the two vocabularies shipped with it (a source id
     outside its vocabulary fails the request, `served_ids`), and
     ``model_text.onnx`` with the serving signature, the tokenizers as
-    onnxruntime-extensions ops (`keras_rnncells.export.onnx_text`)."""
+    onnxruntime-extensions ops (`keras_rnncells.export.onnx_text`). Both on
+    strings refuse a request past ``limits`` before tokenizing it
+    (`with_limits`; unset limits: `LIMITS`)."""
     module = tf.Module()
     module.model = model
 
@@ -82,7 +95,7 @@ def seq2seq_servable(model: TextSeq2Seq, name: str = "seq2seq") -> Servable:
 
     examples = {"text": np.array([*EXAMPLES["dates"][:2], ""])}
     ids = model.source_tokenizer(tf.constant(examples["text"])).numpy().astype("int32")
-    return Servable(
+    servable = Servable(
         name=name,
         cell=model.seq2seq.encoder.cell_name,
         module=module,
@@ -105,6 +118,7 @@ def seq2seq_servable(model: TextSeq2Seq, name: str = "seq2seq") -> Servable:
             "target_vocabulary.txt": model.target_tokenizer.vocabulary,
         },
     )
+    return with_limits(servable, limits, defaults=LIMITS)
 
 
 @dataclass(frozen=True)

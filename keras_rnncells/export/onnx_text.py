@@ -207,7 +207,9 @@ def check_texts(servable: Any) -> list[str]:
     """What `write_string_model` checks the model on: the servable's text
     examples, `CHECK_TEXTS` and generated texts of every length of
     `CHECK_LENGTHS` tokens, and of one token more than the tokenizer keeps
-    (its ``max_length``), if it truncates (up to `LONGEST_CHECK` tokens)."""
+    (its ``max_length``), if it truncates (up to `LONGEST_CHECK` tokens);
+    under ``servable.limits``, the first of them that one request may hold
+    (each text within ``max_chars``)."""
     front = servable.onnx_text
     examples = np.asarray(servable.examples[front.input_name]).reshape(-1)
     lengths = [*CHECK_LENGTHS]
@@ -215,7 +217,14 @@ def check_texts(servable: Any) -> list[str]:
     if kept is not None and kept < LONGEST_CHECK:
         lengths.append(kept + 1)
     generated = length_texts(front.tokenizer, lengths)
-    return [*(str(text) for text in examples), *CHECK_TEXTS, *generated]
+    texts = [*(str(text) for text in examples), *CHECK_TEXTS, *generated]
+    if servable.limits is None:
+        return texts
+    admitted: list[str] = []
+    for text in texts:
+        if servable.limits.admits([*admitted, text]):
+            admitted.append(text)
+    return admitted
 
 
 def write_string_model(
@@ -230,7 +239,7 @@ def write_string_model(
     output equal to it, else a ``ValueError`` (also when onnxruntime fails
     on a text), and nothing is written."""
     front = servable.onnx_text
-    model, layers = string_model(front, opset)
+    model, layers = string_model(front, opset, servable.limits)
     measured: dict[str, Any] = {}
     if check:
         texts = check_texts(servable)
@@ -274,5 +283,6 @@ def write_string_model(
         "requires": [f"{REQUIRES}=={importlib.metadata.version(REQUIRES)}"],
         "custom_ops_library": "onnxruntime_extensions.get_library_path()",
         "recurrent_layers": layers,
+        **({} if servable.limits is None else {"limits": servable.limits.manifest()}),
         "note": NOTE,
     }

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from keras_rnncells.export.limits import RequestLimits, onnx_checked_texts
 from keras_rnncells.export.onnx_convert import convert
 from keras_rnncells.export.servable import StringFrontEnd, traced
 from keras_rnncells.text import (
@@ -209,18 +210,25 @@ def scheme(tokenizer: Any) -> Scheme:
     )
 
 
-def front_end(tokenizer: Any, replacements: tuple[tuple[str, str], ...] = ()) -> Any:
+def front_end(
+    tokenizer: Any,
+    replacements: tuple[tuple[str, str], ...] = (),
+    limits: RequestLimits | None = None,
+) -> Any:
     """The ONNX graph from ``text`` (string ``(batch,)``) to the tokens: the
     `Scheme`'s outputs, for WordPiece ``piece_ids`` (int64, every piece of
     every word), ``word_splits`` (row splits of the pieces by word),
     ``word_bytes`` (UTF-8 length of each word) and ``text_splits`` (row
     splits of the words by text), else ``token_ids`` and their
-    ``text_splits``."""
+    ``text_splits``. With ``limits``, a request past them fails before any
+    text is read (`keras_rnncells.export.limits.onnx_checked_texts`)."""
     from onnx import TensorProto
 
     steps = scheme(tokenizer)
     graph = Graph()
     text = "text"
+    if limits is not None:
+        text = onnx_checked_texts(graph, text, limits)
     for index, (pattern, rewrite) in enumerate(replacements):
         text = graph.node(
             "StringRegexReplace",
@@ -442,15 +450,18 @@ def ragged_ids(piece_ids, word_splits, word_bytes, text_splits) -> tf.RaggedTens
     )
 
 
-def string_model(front: StringFrontEnd, opset: int) -> tuple[Any, list[dict[str, str]]]:
+def string_model(
+    front: StringFrontEnd, opset: int, limits: RequestLimits | None = None
+) -> tuple[Any, list[dict[str, str]]]:
     """The ONNX model from strings to ``front.function``'s outputs (those of
     ``front.detokenizers`` as text), and what each recurrent layer became
-    (`keras_rnncells.export.onnx_convert.convert`)."""
+    (`keras_rnncells.export.onnx_convert.convert`). With ``limits``, it
+    fails a request past them before tokenizing (`front_end`)."""
     steps = scheme(front.tokenizer)
     signature = {name: tf.TensorSpec((None,), tf.int64) for name in steps.outputs}
     function = traced(lambda **tokens: front.function(steps.ragged(**tokens)), signature)
     body, layers = convert(function, opset)
-    head = aligned(front_end(front.tokenizer, front.replacements), body)
+    head = aligned(front_end(front.tokenizer, front.replacements, limits), body)
     model = merge(head, body, list(signature))
     for output, (ids, tokenizer) in front.detokenizers.items():
         model = merge(model, aligned(detokenizer(tokenizer, ids, output), body), [ids])

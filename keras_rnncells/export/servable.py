@@ -6,6 +6,7 @@ registry: export never imports the applications)."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from collections.abc import Callable
@@ -17,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_rnncells.cells.registry import get_cell, list_cells
+from keras_rnncells.export.limits import RequestLimits, check_limits, checked_texts
 from keras_rnncells.layers.rnn import RNN, portable
 from keras_rnncells.text.vocabulary import PAD_ID
 
@@ -38,6 +40,10 @@ class StringFrontEnd:
       ``(batch, length)`` of ``function``, its `CharTokenizer` or
       `SentencePieceTokenizer`): the model
       gives that output as text (``tokenizer.detokenize``) instead of the ids.
+    * ``pad_to_multiple``: ``function`` pads the ids' columns up to a
+      multiple of it (`padded_ids`), as the id form's inputs are padded: what
+      an app that tokenizes on its side pads to
+      (`keras_rnncells.export.tokenizer_files`).
     """
 
     tokenizer: Any
@@ -45,6 +51,7 @@ class StringFrontEnd:
     replacements: tuple[tuple[str, str], ...] = ()
     input_name: str = "text"
     detokenizers: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    pad_to_multiple: int = 1
 
 
 @dataclass
@@ -67,6 +74,15 @@ class Servable:
       where the ONNX export also writes a model on strings (the app's
       tokenizer rebuilt from onnx and onnxruntime-extensions ops), else ``None``.
     * ``vocabulary_files``: file name -> tokens, written next to the model.
+    * ``limits``: the `RequestLimits` that ``serve`` (and ``onnx_text``'s
+      model) refuse a request past, on its string inputs (`with_limits`);
+      ``None`` where it has none, or is not bounded yet (the writers bound
+      it with the defaults, `as_servable`).
+    * ``detokenizers``: string output name of ``serve`` -> (name of the int
+      ids output ``(batch, length)`` of the id form, `onnx`, its tokenizer),
+      for the outputs that the id form gives as ids and ``onnx_text`` does not
+      already name: what an app detokenizes on its side
+      (`keras_rnncells.export.tokenizer_files`).
     """
 
     name: str
@@ -78,6 +94,8 @@ class Servable:
     onnx_examples: dict[str, np.ndarray] | None = None
     onnx_text: StringFrontEnd | None = None
     vocabulary_files: dict[str, list[str]] = field(default_factory=dict)
+    limits: RequestLimits | None = None
+    detokenizers: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
     def onnx(self) -> tuple[Any, dict[str, np.ndarray]]:
         """The function and examples to convert to ONNX."""
@@ -93,8 +111,10 @@ _MODEL_SERVABLES: dict[type, Callable[[Any], Servable]] = {}
 def register_model_servable(model_class: type, servable: Callable[[Any], Servable]) -> None:
     """Models of ``model_class`` (and of its subclasses) are served through
     ``servable(model)`` in `model_servable`, so in every writer, instead of
-    `servable_from_model`. ``keras_rnncells.apps.registry.register_app``
-    registers each application's model class here."""
+    `servable_from_model`; a ``servable`` with a ``limits`` parameter (an
+    application reading text) is given the request limits asked for.
+    ``keras_rnncells.apps.registry.register_app`` registers each
+    application's model class here."""
     if not isinstance(model_class, type) or not callable(servable):
         raise ValueError(
             "Arguments `model_class` and `servable` must be a class and a function, "
@@ -105,7 +125,9 @@ def register_model_servable(model_class: type, servable: Callable[[Any], Servabl
 
 def as_servable(name: str, servable: Any) -> Servable:
     """``servable`` if it is a `Servable`, a ``keras.Model`` as its `Servable`
-    (`model_servable`), else a ``ValueError`` naming the argument ``name``."""
+    (`model_servable`), else a ``ValueError`` naming the argument ``name``.
+    A `Servable` with a string input and no ``limits`` is bounded by the
+    default limits (`with_limits`): no text model is exported unbounded."""
     if isinstance(servable, keras.Model):
         return model_servable(servable)
     if not isinstance(servable, Servable):
@@ -113,7 +135,7 @@ def as_servable(name: str, servable: Any) -> Servable:
             f"Argument `{name}` must be a keras_rnncells.export.Servable or a built "
             f"keras.Model, received: {servable!r}"
         )
-    return servable
+    return with_limits(servable)
 
 
 def traced(function: Callable, input_signature: dict[str, tf.TensorSpec]) -> Any:
@@ -224,19 +246,32 @@ EXAMPLE_BATCH, EXAMPLE_STEPS = 2, 5  # the examples' size where the signature ha
 EXAMPLE_TEXTS = ("a short text", "light greenish blue")
 
 
-def model_servable(model: keras.Model, name: str | None = None) -> Servable:
+def model_servable(
+    model: keras.Model, name: str | None = None, limits: RequestLimits | None = None
+) -> Servable:
     """The `Servable` of any built Keras model: a model of a class registered
     with `register_model_servable` (an application model, as ``rnncells
     train`` writes it: text in and out) through its function, every other
-    model through `servable_from_model`."""
+    model through `servable_from_model`.
+
+    ``limits``: the `RequestLimits` of its string inputs (a limit left None:
+    the application's default, else `limits.DEFAULT_LIMITS`); given for a
+    model without string input, a ``ValueError``."""
+    check_limits("limits", limits)
     serve = next(
         (_MODEL_SERVABLES[cls] for cls in type(model).__mro__ if cls in _MODEL_SERVABLES), None
     )
     if serve is None:
-        return servable_from_model(model, name)
-    servable = serve(model)
+        return servable_from_model(model, name, limits=limits)
+    bounded = "limits" in inspect.signature(serve).parameters  # an application reading text
+    if limits is not None and not bounded:
+        raise ValueError(
+            f"Argument `limits`: a {type(model).__name__} takes no text; request limits "
+            "bound string inputs only"
+        )
+    servable = serve(model, limits=limits) if bounded else serve(model)
     servable.name = servable.name if name is None else check_model_name(name)
-    return servable
+    return with_limits(servable)
 
 
 def servable_from_model(
@@ -244,6 +279,7 @@ def servable_from_model(
     name: str | None = None,
     input_signature: Any = None,
     seed: int = 0,
+    limits: RequestLimits | None = None,
 ) -> Servable:
     """A `Servable` serving ``model(..., training=False)``: any Keras model
     (Sequential, functional, subclassed) with any layers, ours or Keras'.
@@ -268,7 +304,12 @@ def servable_from_model(
       layer of the model has ``example_ids(shape, n, rng)`` (the tree layers'
       `keras_rnncells.tree.TransitionsFromTokens`: postfix trees), it draws
       the integer examples instead.
+    * ``limits``: a model with a string input (one that starts with a
+      ``TextVectorization``, say) refuses a request past these
+      `RequestLimits` (`with_limits`; a limit left None:
+      `limits.DEFAULT_LIMITS`); given for a model without one, a ``ValueError``.
     """
+    check_limits("limits", limits)
     if not isinstance(model, keras.Model):
         raise ValueError(f"Argument `model` must be a keras.Model, received: {model!r}")
     name = check_model_name(model.name if name is None else name)
@@ -289,13 +330,14 @@ def servable_from_model(
         run(**{key: tf.constant(value) for key, value in examples.items()})
     module = tf.Module()
     module.model = model
-    return Servable(
+    servable = Servable(
         name=name,
         cell=model_cells(model),
         module=module,
         serve=traced(run, specs),
         examples=examples,
     )
+    return with_limits(servable, limits)
 
 
 def check_model_name(name: Any) -> str:
@@ -429,3 +471,75 @@ def model_cells(model: keras.Model) -> str | None:
         if cell is not None:
             found.add(names[type(cell)])
     return ",".join(sorted(found)) or None
+
+
+# -- request limits ----------------------------------------------------------------
+
+
+def with_limits(
+    servable: Servable,
+    limits: RequestLimits | None = None,
+    defaults: RequestLimits | None = None,
+) -> Servable:
+    """``servable`` bounded: a copy whose ``serve`` checks its string inputs
+    against ``limits`` (`keras_rnncells.export.limits.checked_texts`) before
+    anything reads them, and whose ``limits`` says so (the writers record
+    them, and the string-input ONNX model checks them too). A limit left
+    None in ``limits`` is taken from ``defaults`` (an application's), else
+    from `limits.DEFAULT_LIMITS`. Its ``examples`` are cut to what the limits
+    admit (`admitted_examples`).
+
+    A servable without string input is returned as it is (``limits`` given:
+    a ``ValueError``), and so is one already bounded when ``limits`` is
+    None (given: a ``ValueError``; bound a servable once)."""
+    check_limits("limits", limits)
+    texts = [spec.name for spec in servable.serve.input_signature if spec.dtype == tf.string]
+    if not texts or servable.limits is not None:
+        if limits is not None:
+            reason = "has no string input" if not texts else "is already bounded"
+            raise ValueError(
+                f"Argument `limits`: servable {servable.name!r} {reason}; request limits "
+                "bound string inputs, once"
+            )
+        return servable
+    limits = (limits or RequestLimits()).resolved(defaults)
+    serve = servable.serve
+
+    def run(**inputs):
+        checked = {name: checked_texts(inputs[name], limits, name) for name in texts}
+        return serve(**{**inputs, **checked})
+
+    return dataclasses.replace(
+        servable,
+        serve=traced(run, {spec.name: spec for spec in serve.input_signature}),
+        examples=admitted_examples(servable.examples, texts, limits),
+        limits=limits,
+    )
+
+
+def admitted_examples(
+    examples: dict[str, np.ndarray], texts: list[str], limits: RequestLimits
+) -> dict[str, np.ndarray]:
+    """``examples`` cut to what ``limits`` admit: each text of the string
+    inputs ``texts`` to ``max_chars`` characters, then the first rows, up to
+    ``max_batch`` and ``max_total_chars`` (at least one row: its texts cut
+    to nothing if they must)."""
+
+    def cut(value: Any) -> str:
+        text = value.decode("utf-8") if isinstance(value, bytes) else str(value)
+        return text[: limits.max_chars]
+
+    examples = {key: np.asarray(value) for key, value in examples.items()}
+    for key in texts:
+        value = examples[key]
+        examples[key] = np.array([cut(t) for t in value.ravel()], str).reshape(value.shape)
+    rows = len(next(iter(examples.values())))
+    characters = sum(
+        np.array([sum(len(t) for t in np.ravel(row)) for row in examples[key]], np.int64)
+        for key in texts
+    )
+    kept = int(np.sum(np.cumsum(characters[: limits.max_batch]) <= limits.max_total_chars))
+    if rows and not kept:
+        examples = {key: value[:1] for key, value in examples.items()}
+        return {**examples, **{key: np.full_like(examples[key], "") for key in texts}}
+    return {key: value[:kept] for key, value in examples.items()}

@@ -70,7 +70,9 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_rnncells.apps import servable_for  # noqa: E402
+from keras_rnncells.apps.color_namer import ColorNamer  # noqa: E402
 from keras_rnncells.export import write_onnx, write_saved_model  # noqa: E402
+from keras_rnncells.export.limits import RequestLimits  # noqa: E402
 from keras_rnncells.export.servable import Servable  # noqa: E402
 from keras_rnncells.text import CharTokenizer  # noqa: E402
 
@@ -80,6 +82,9 @@ TOLERANCE = 1e-4
 DRAW = Path(__file__).parents[1] / "tools" / "fuzz_requests.py"
 # Where model_text.onnx documents a tokenization other than TensorFlow's.
 DOCUMENTED = ("\x00", "Σ")
+# Request limits above what tests/tools/fuzz_requests.py draws: 257 texts, a
+# million characters a request.
+ADMITTING = RequestLimits(max_batch=1024, max_chars=2**20, max_total_chars=2**20)
 
 
 def documented_divergence(text: str) -> bool:
@@ -136,7 +141,9 @@ def detokenized(tokenizer: Any, name: str, ids_name: str) -> Callable[[dict], di
 
 
 def export(model: keras.Model, root: Path) -> tuple[str, App]:
-    servable = servable_for(model)
+    # The text applications with request limits that admit every drawn request
+    # (tests/export/test_limits.py checks the limits themselves).
+    servable = servable_for(model, limits=None if isinstance(model, ColorNamer) else ADMITTING)
     saved = write_saved_model(servable, root / "saved", version=1, check=False)
     onnx = root / "onnx" / servable.name / "model.onnx"
     write_onnx(servable, onnx, version=1, check=False)

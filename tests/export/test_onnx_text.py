@@ -29,6 +29,7 @@ from keras_rnncells.apps.seq2seq import seq2seq_servable  # noqa: E402
 from keras_rnncells.data.dates import date_pairs  # noqa: E402
 from keras_rnncells.data.sentiment import read_glue_train, read_stsa  # noqa: E402
 from keras_rnncells.export import verify_manifest, write_onnx  # noqa: E402
+from keras_rnncells.export.limits import RequestLimits  # noqa: E402
 from keras_rnncells.export.onnx_text import (  # noqa: E402
     CHECK_TEXTS,
     front_end_ids,
@@ -174,9 +175,13 @@ def test_name_to_color_and_seq2seq_string_models_match_keras(names_and_dates, tm
     translator = TextSeq2Seq.from_tokenizers(
         CharTokenizer.from_corpus(dates[::2]), targets, cell="gru", max_output_length=6, **small
     )
+    every_text = RequestLimits(max_batch=2048)  # all of them in one request
     cases = {
-        "name": (name_to_color_servable(NameToColor(words, "gru", bins=4, **small)), names),
-        "text": (seq2seq_servable(translator), dates),
+        "name": (
+            name_to_color_servable(NameToColor(words, "gru", bins=4, **small), limits=every_text),
+            names,
+        ),
+        "text": (seq2seq_servable(translator, limits=every_text), dates),
     }
     for input_name, (servable, texts) in cases.items():
         path = tmp_path / servable.name / "model.onnx"

@@ -41,6 +41,7 @@ from keras_rnncells.apps.seq2seq import seq2seq_servable  # noqa: E402
 from keras_rnncells.data.dates import date_pairs  # noqa: E402
 from keras_rnncells.data.sentiment import read_stsa  # noqa: E402
 from keras_rnncells.export import write_onnx, write_saved_model  # noqa: E402
+from keras_rnncells.export.limits import RequestLimits  # noqa: E402
 from keras_rnncells.export.onnx_text import (  # noqa: E402
     length_texts,
     run_string_model_ways,
@@ -60,6 +61,9 @@ LENGTHS = range(65)  # the empty string and 1 to 64 tokens
 LONG = 400
 TOLERANCE = 1e-4
 SMALL = {"units": 4, "embedding_dim": 4}
+# Request limits that admit every sweep here in one request (the apps' own
+# refuse more than 256 texts, and the 400-token texts of a name or a date).
+ONE_REQUEST = RequestLimits(max_batch=4096, max_chars=65_536)
 
 
 def sentiment_app(
@@ -80,7 +84,7 @@ def sentiment_app(
     counts = np.cumsum([len(row) for row in tokenizer.tokenize(tf.constant(test)).to_list()])
     review = " ".join(test[: int(np.searchsorted(counts, LONG)) + 1])
     assert len(test) == 1821 and len(tokenizer.tokenize(tf.constant([review]))[0]) >= LONG
-    return sentiment_servable(model), [*test, review]
+    return sentiment_servable(model, limits=ONE_REQUEST), [*test, review]
 
 
 def name_to_color_app(require_data: Callable[[str], Path]) -> tuple[Servable, list[str]]:
@@ -88,7 +92,7 @@ def name_to_color_app(require_data: Callable[[str], Path]) -> tuple[Servable, li
     names = load_color_list().names
     words = WordTokenizer.from_corpus(names[::2], lowercase=True)
     model = NameToColor(words, "gru", bins=4, **SMALL)
-    return name_to_color_servable(model), names[:200]
+    return name_to_color_servable(model, limits=ONE_REQUEST), names[:200]
 
 
 def seq2seq_app(
@@ -114,7 +118,7 @@ def seq2seq_app(
     model = TextSeq2Seq.from_tokenizers(
         sources, targets, copy=copy, cell=cell, max_output_length=6, **SMALL
     )
-    return seq2seq_servable(model), dates[:100]
+    return seq2seq_servable(model, limits=ONE_REQUEST), dates[:100]
 
 
 def max_errors(

@@ -21,6 +21,7 @@ from keras_rnncells.apps.seq2seq import seq2seq_servable
 from keras_rnncells.data.dates import date_pairs
 from keras_rnncells.data.sentiment import read_stsa
 from keras_rnncells.export import write_saved_models
+from keras_rnncells.export.limits import RequestLimits
 from keras_rnncells.seq2seq import TextSeq2Seq
 from keras_rnncells.text import (
     END_ID,
@@ -139,7 +140,8 @@ def test_saved_models_with_pieces_serve_as_stock_tf_serving(tmp_path, serve_like
             SentimentClassifier(learn_tokenizer("unigram", corpus, 60), "mgu", **small)
         ),
         seq2seq_servable(
-            TextSeq2Seq.from_tokenizers(sources, targets, max_output_length=6, **small)
+            TextSeq2Seq.from_tokenizers(sources, targets, max_output_length=6, **small),
+            limits=RequestLimits(max_chars=1024),  # the long text below: 520 characters
         ),
     ]
     directories = write_saved_models(servables, tmp_path, version=1, check=False)

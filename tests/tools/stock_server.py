@@ -13,14 +13,16 @@ Usage: ``python stock_server.py REQUEST.json``, where the request is a list of
 ``inputs`` an ``.npz`` by input name, or ``.json`` for string inputs: lists
 of str, sent as UTF-8; ``outputs`` the ``.npz`` to write by output name;
 strings as bytes). A job
-whose signature raises writes ``{"error": message}`` as JSON to
-``outputs + ".error"`` instead; a crash of this process fails the caller.
+whose signature raises writes ``{"error": message, "seconds": s}`` (how
+long the session ran before it failed) as JSON to ``outputs + ".error"``
+instead; a crash of this process fails the caller.
 """
 
 import ctypes
 import json
 import os
 import sys
+import time
 
 sys.modules["keras_rnncells"] = None  # an import of the package raises ImportError
 
@@ -58,10 +60,12 @@ for job in json.load(open(sys.argv[1], encoding="utf-8")):
     else:
         with np.load(job["inputs"]) as loaded:
             inputs = dict(loaded)
+    started = time.perf_counter()
     try:
         outputs = serve(job["artifact"], inputs)
     except tf.errors.OpError as error:
+        refused = {"error": " ".join(error.message.split())[:2000]}
         with open(job["outputs"] + ".error", "w", encoding="utf-8") as file:
-            json.dump({"error": " ".join(error.message.split())[:2000]}, file)
+            json.dump({**refused, "seconds": time.perf_counter() - started}, file)
         continue
     np.savez(job["outputs"], **outputs)
