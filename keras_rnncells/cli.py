@@ -127,6 +127,25 @@ def positive_int(text: str) -> int:
     return value
 
 
+# The largest version number (keras_rnncells.export.saved_model.MAX_VERSION, not
+# imported here: that module needs TensorFlow): TF Serving reads versions as int64.
+MAX_VERSION = 2**63 - 1
+
+
+def version_number(text: str) -> int:
+    """An argparse type: an export's version, 1 to `MAX_VERSION`."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_VERSION:
+        raise argparse.ArgumentTypeError(
+            "expected a positive integer of at most 2**63 - 1 (TF Serving reads versions "
+            f"as int64), received {text!r}"
+        )
+    return value
+
+
 # -- rnncells cells --------------------------------------------------------------
 def cells_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -701,10 +720,15 @@ def export_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", default="export", help="export root (default ./export)")
     parser.add_argument(
-        "--version", type=positive_int, help="version number (default: one more than the last)"
+        "--version",
+        type=version_number,
+        help="version number, 1 to 2**63 - 1 (default: one more than the last)",
     )
     parser.add_argument(
-        "--format", default="savedmodel,onnx", help="savedmodel, onnx or both (default both)"
+        "--format",
+        default="savedmodel,onnx",
+        help="comma-separated formats among savedmodel, onnx and litert, or all "
+        "(default savedmodel,onnx)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing version")
     parser.add_argument(
@@ -712,14 +736,45 @@ def export_arguments(parser: argparse.ArgumentParser) -> None:
         help="sign each manifest.json with HMAC-SHA256 under the key in this file "
         "(manifest.json.hmac, written before the version is published)",
     )
+    parser.add_argument(
+        "--streaming",
+        action="store_true",
+        help="also write each format's step form, for feeding a few steps at a time: "
+        "the model's inputs (ids for the applications) and its states in, its outputs and "
+        "new states out (SavedModel signature 'step', model_step.onnx); manifest.json "
+        "lists the states",
+    )
+    limits = parser.add_argument_group(
+        "request limits",
+        "a model on text refuses a request past these (InvalidArgument, naming the limit) "
+        'before tokenizing it; recorded in manifest.json under "limits". Defaults: 256 texts, '
+        "16384 characters a text (name-to-color and seq2seq: 256), 1048576 in all",
+    )
+    limits.add_argument("--max-batch", type=positive_int, help="the most texts a request holds")
+    limits.add_argument(
+        "--max-chars", type=positive_int, help="the most characters (code points) in one text"
+    )
+    limits.add_argument(
+        "--max-total-chars", type=positive_int, help="the most characters in all of a request"
+    )
 
 
 def export_command(args: argparse.Namespace) -> None:
     from keras_rnncells.apps.runs import export_run
     from keras_rnncells.export.command import parse_formats
+    from keras_rnncells.export.limits import RequestLimits
 
+    given = (args.max_batch, args.max_chars, args.max_total_chars)
+    limits = None if given == (None, None, None) else RequestLimits(*given)
     paths = export_run(
-        args.run_dir, args.out, args.version, parse_formats(args.format), args.overwrite, args.key
+        args.run_dir,
+        args.out,
+        args.version,
+        parse_formats(args.format),
+        args.overwrite,
+        args.key,
+        limits=limits,
+        streaming=args.streaming,
     )
     signed = " and its signature" if args.key is not None else ""
     for fmt, path in paths.items():
@@ -884,7 +939,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"rnncells {args.command}: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
     except Exception as error:
-        message = anticipated_message(error, command.anticipated)
+        message = anticipated_message(error, command.anticipated, getattr(args, "out", None))
         if message is None:
             raise
         print(f"rnncells {args.command}: error: {message}", file=sys.stderr)

@@ -16,15 +16,19 @@ from keras_rnncells.export.servable import (
     servable_from_model,
     traced,
 )
+from keras_rnncells.export.streaming import StepForm, check_streaming, step_form
 
 __all__ = [
     "Servable",
+    "StepForm",
+    "check_streaming",
     "load_and_run",
     "model_servable",
     "onnx_path",
     "predict_request",
     "recurrent_layer_servable",
     "servable_from_model",
+    "step_form",
     "traced",
     "verify_manifest",
     "write_litert",

@@ -7,8 +7,9 @@ keras_rnncells: there, any import of keras_rnncells raises ``ImportError``,
 and XLA JIT compilation is disabled as ``tensorflow_model_server`` disables it
 by default (`disable_xla_jit`), so a graph that demands XLA fails the check.
 The program reads a JSON list of jobs ``{"directory", "inputs", "outputs"}``
-(``inputs`` an ``.npz`` path, ``outputs`` a path prefix) and runs each
-SavedModel's ``serving_default`` on the inputs with each of the `LOADERS`, in
+(``inputs`` an ``.npz`` path, ``outputs`` a path prefix; optionally
+``"signature"``, default ``serving_default``) and runs that signature of each
+SavedModel on the inputs with each of the `LOADERS`, in
 full float32 (`full_float32`), writing ``<outputs>.<loader>.npz`` (strings as
 bytes):
 
@@ -117,7 +118,7 @@ def main(request_path: str) -> None:
             inputs = dict(loaded)
         for loader, run in LOADERS.items():
             with full_float32():
-                outputs = run(job["directory"], inputs)
+                outputs = run(job["directory"], inputs, job.get("signature", SIGNATURE))
             np.savez(
                 f"{job['outputs']}.{loader}.npz",
                 **{name: savable(value) for name, value in outputs.items()},

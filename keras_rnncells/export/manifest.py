@@ -13,6 +13,16 @@ listed entry present, every checksum recomputed. Given a key, it first checks
 the manifest's HMAC-SHA256 signature (``manifest.json.hmac``, written by
 ``sign_manifest``), which is what tells a manifest its holder wrote from one
 rewritten, checksums and all, by whoever could write the directory.
+
+An export with a step form (``streaming=True``, `keras_rnncells.export.streaming`)
+describes it under ``"streaming"``: the SavedModel signature or file holding it,
+its inputs and outputs, which inputs hold the new steps (``sequence_inputs``),
+which outputs hold one entry per new step (``step_outputs``) and which are on
+the sequence so far (``current_outputs``), its parity, and every state
+(``states``, `state_spec`): its name (``state_i``, an input), the output that
+holds its new value (``next_state_i``, the next call's ``state_i``), dtype and
+shape (batch ``None``), the recurrent layer it belongs to and which of that
+layer's states it is. Zero states start a sequence.
 """
 
 from __future__ import annotations
@@ -139,6 +149,23 @@ def tensor_spec(name: str, dtype: str, shape: list[int | None]) -> dict[str, Any
     return {"name": name, "dtype": dtype, "shape": list(shape)}
 
 
+def state_spec(
+    name: str, dtype: str, shape: list[int | None], layer: str, state: int | str
+) -> dict[str, Any]:
+    """One state of a step form as the manifest lists it: a `tensor_spec` of
+    the input ``name``; ``next``, the output holding its new value
+    (``next_<name>``); the name of the recurrent layer it belongs to; and
+    which of its states it is (``state``: an index into the cell's flat
+    ``state_size``, or ``"last_output"``: the layer's last output, carried
+    where a masked chunk would otherwise lose it)."""
+    return {
+        **tensor_spec(name, dtype, shape),
+        "next": f"next_{name}",
+        "layer": layer,
+        "state": state,
+    }
+
+
 def write_manifest(
     directory: str | os.PathLike,
     *,
@@ -151,8 +178,11 @@ def write_manifest(
     parity: dict[str, Any] | None = None,
     vocabulary_files: list[str] = (),
     extra: dict[str, Any] | None = None,
+    limits: dict[str, Any] | None = None,
 ) -> Path:
-    """Writes ``directory/manifest.json`` (atomically), checksums last."""
+    """Writes ``directory/manifest.json`` (atomically), checksums last.
+    ``limits``: the request limits of a model on strings
+    (`keras_rnncells.export.limits.RequestLimits.manifest`), under ``"limits"``."""
     directory = Path(directory)
     checksums = file_checksums(directory)  # refuses links and special files
     manifest = {
@@ -164,6 +194,7 @@ def write_manifest(
         "outputs": outputs,
         "vocabulary_files": list(vocabulary_files),
         "parity": parity or {},
+        **({} if limits is None else {"limits": limits}),
         "packages": package_versions(),
         **(extra or {}),
         "directories": scan(directory)[1],
@@ -255,6 +286,11 @@ def verify_manifest(directory: str | os.PathLike, key: bytes | None = None) -> d
         manifest = json.loads(content.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"{path} is not valid JSON (truncated or altered): {error}") from None
+    except RecursionError:  # a hostile file: arrays or objects nested thousands deep
+        raise ValueError(
+            f"{path} nests JSON arrays or objects too deeply to read (altered: no manifest "
+            "of keras_rnncells does)"
+        ) from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
         raise ValueError(
             f"{path} must be a JSON object with a `files` object (truncated or altered)"
@@ -271,8 +307,12 @@ def directory_problems(directory: Path, manifest: dict[str, Any]) -> list[str]:
     files, directories, problems = scan(directory)
     expected_files = manifest["files"]
     listed = manifest.get("directories")
-    if listed is not None and not isinstance(listed, list):
-        return [f"{MANIFEST}: `directories` must be a list (truncated or altered)"]
+    if listed is not None and not (
+        isinstance(listed, list) and all(isinstance(name, str) for name in listed)
+    ):
+        return [f"{MANIFEST}: `directories` must be a list of names (truncated or altered)"]
+    if not all(isinstance(checksum, str) for checksum in expected_files.values()):
+        return [f"{MANIFEST}: `files` must map names to checksums (truncated or altered)"]
     if listed is None:  # written before manifests listed directories
         expected_directories = {
             "/".join(name.split("/")[:end])

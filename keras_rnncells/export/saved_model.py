@@ -11,6 +11,13 @@
                                      holds its own tables and never reads them
     manifest.json                    keras_rnncells.export.manifest (checksums, parity)
 
+With ``streaming=True`` the SavedModel also has a signature ``"step"``: the
+servable's step form (``keras_rnncells.export.streaming``: the model's inputs
+holding k >= 1 new steps and ``state_0`` ... ``state_{n-1}`` in, its outputs
+and the new states out), checked chunk by chunk against the whole sequence
+before anything is written, and in the fresh process beside
+``serving_default``; the manifest describes it under ``"streaming"``.
+
 TF Serving loads ``saved_model.pb``, ``variables/`` and ``assets/`` of a
 version directory and looks into ``assets.extra/`` for
 ``tf_serving_warmup_requests`` only, so ``manifest.json`` sits next to them.
@@ -54,6 +61,13 @@ from keras_rnncells.export.check import SIGNATURE, full_float32, load_and_run
 from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.manifest import tensor_spec, write_manifest
 from keras_rnncells.export.servable import Servable, as_servable
+from keras_rnncells.export.streaming import (
+    STEP_SIGNATURE,
+    StepForm,
+    check_streaming,
+    step_form,
+    step_specs,
+)
 from keras_rnncells.files import current_umask
 from keras_rnncells.layers.rnn import portable
 from keras_rnncells.locks import Claim, describe_holder
@@ -78,6 +92,7 @@ def write_saved_model(
     overwrite: bool = False,
     check: bool = True,
     tolerance: float = TOLERANCE,
+    streaming: bool = False,
 ) -> Path:
     """Exports ``servable`` to ``export_root/<name>/<version>/`` and returns
     that directory.
@@ -91,8 +106,14 @@ def write_saved_model(
     version there (1 for the first), or than the versions other exports are
     writing at the time (`Staging.claim`). An existing version is replaced only
     with ``overwrite=True``. ``check=False`` skips the fresh-process parity
-    check (the manifest then records no parity)."""
-    return write_saved_models([servable], export_root, version, overwrite, check, tolerance)[0]
+    check (the manifest then records no parity).
+
+    ``streaming``: also a ``"step"`` signature, the step form
+    (`keras_rnncells.export.streaming.step_form`; a ``ValueError`` naming the
+    layer where the model cannot stream)."""
+    return write_saved_models(
+        [servable], export_root, version, overwrite, check, tolerance, streaming
+    )[0]
 
 
 def write_saved_models(
@@ -102,6 +123,7 @@ def write_saved_models(
     overwrite: bool = False,
     check: bool = True,
     tolerance: float = TOLERANCE,
+    streaming: bool = False,
 ) -> list[Path]:
     """``write_saved_model`` for several servables or models (distinct
     names), checked in one fresh process (importing TensorFlow there takes
@@ -118,17 +140,26 @@ def write_saved_models(
             export_root / name / str(staging.claim([export_root / name], version, overwrite))
             for name in names
         ]
-        stage_saved_models(servables, targets, staging, check, tolerance)
+        stage_saved_models(servables, targets, staging, check, tolerance, streaming)
         staging.publish()
     return targets
 
 
+# The largest version number: TF Serving reads a version directory's name as an
+# int64 and skips one that does not fit (`published_versions` skips it too).
+MAX_VERSION = 2**63 - 1
+
+
 def check_version(version: Any) -> int | None:
-    """``version`` if it is a positive integer or ``None``."""
+    """``version`` if it is ``None`` or an integer from 1 to `MAX_VERSION`
+    (TF Serving reads versions as int64), else a one-line ``ValueError``."""
     if version is not None and (
-        isinstance(version, bool) or not isinstance(version, int) or version < 1
+        isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= MAX_VERSION
     ):
-        raise ValueError(f"Argument `version` must be a positive integer or None, got {version!r}")
+        raise ValueError(
+            "Argument `version` must be a positive integer of at most 2**63 - 1 (TF Serving "
+            f"reads versions as int64) or None, received: {version!r}"
+        )
     return version
 
 
@@ -138,34 +169,52 @@ def stage_saved_models(
     staging: Staging,
     check: bool = True,
     tolerance: float = TOLERANCE,
+    streaming: bool = False,
 ) -> None:
     """Each servable's SavedModel staged for its target version directory,
-    checked in one fresh process (with ``check``) and given its manifest."""
+    checked in one fresh process (with ``check``) and given its manifest.
+    With ``streaming``, each also gets its step form (``"step"``), checked
+    chunk by chunk first (`keras_rnncells.export.streaming.check_streaming`)."""
+    forms = [step_form(servable) if streaming else None for servable in servables]
+    chunked = [check_streaming(form, tolerance) if form and check else {} for form in forms]
     staged = [
-        stage(servable, staging.directory(target)) for servable, target in zip(servables, targets)
+        stage(servable, staging.directory(target), form)
+        for servable, target, form in zip(servables, targets, forms)
     ]
-    parities = fresh_parities(servables, staged, tolerance) if check else [{}] * len(staged)
-    for servable, directory, target, parity in zip(servables, staged, targets, parities):
-        write_servable_manifest(servable, directory, int(target.name), parity)
+    parities = fresh_parities(servables, staged, tolerance, forms) if check else [{}] * len(staged)
+    for servable, form, directory, target, parity, chunks in zip(
+        servables, forms, staged, targets, parities, chunked
+    ):
+        parity = dict(parity)
+        step = None if form is None else step_manifest(form, chunks, parity.pop("step", None))
+        write_servable_manifest(servable, directory, int(target.name), parity, step)
 
 
 def published_versions(*model_directories: Path) -> set[int]:
-    """The numeric version directories under any of ``model_directories``."""
+    """The numeric version directories under any of ``model_directories``
+    (names of ASCII digits, at most `MAX_VERSION`: what TF Serving loads)."""
     return {
         int(entry.name)
         for directory in model_directories
         if directory.is_dir()
         for entry in directory.iterdir()
-        if entry.name.isdigit() and entry.is_dir()
+        if entry.name.isascii()
+        and entry.name.isdigit()
+        and int(entry.name) <= MAX_VERSION
+        and entry.is_dir()
     }
 
 
-def stage(servable: Servable, directory: Path) -> Path:
+def stage(servable: Servable, directory: Path, form: StepForm | None = None) -> Path:
     """The SavedModel and vocabulary files of ``servable`` in ``directory``
-    (empty: a `Staging` directory); returns ``directory``."""
+    (empty: a `Staging` directory), with the step form ``form`` as the
+    ``"step"`` signature where given; returns ``directory``."""
+    signatures = {SIGNATURE: servable.serve}
+    if form is not None:
+        signatures[STEP_SIGNATURE] = form.function
     with portable():
         tf.saved_model.save(
-            serving_root(servable), os.fspath(directory), signatures={SIGNATURE: servable.serve}
+            serving_root(servable, *signatures.values()), os.fspath(directory), signatures
         )
     found = saved_model_cudnn_ops(directory)
     if found:
@@ -180,16 +229,20 @@ def stage(servable: Servable, directory: Path) -> Path:
     return directory
 
 
-def serving_root(servable: Servable) -> tf.Module:
+def serving_root(servable: Servable, *functions: Any) -> tf.Module:
     """What is saved: ``servable.module`` and, tracked directly, the variables
-    ``serve`` reads. Saved through Keras 3 layers only, those variables are
+    that ``functions`` (default: ``serve``; the step form's too where given)
+    read. Saved through Keras 3 layers only, those variables are
     restored by ``tf.saved_model.load`` but not by the SavedModel's restore op,
     which TF Serving and ``saved_model_cli run`` use ("Could not find variable
     ..."; keras-team/keras#19274); ``keras.export.ExportArchive`` tracks them
     the same way."""
     root = tf.Module()
     root.module = servable.module
-    root.serving_variables = list(servable.serve.get_concrete_function().variables)
+    functions = functions or (servable.serve,)
+    root.serving_variables = list(
+        {id(v): v for f in functions for v in f.get_concrete_function().variables}.values()
+    )
     return root
 
 
@@ -234,6 +287,11 @@ class Staging:
         directories = [Path(os.path.abspath(d)) for d in model_directories]
         candidate = version or max(published_versions(*directories, *numbered_with), default=0) + 1
         while True:
+            if candidate > MAX_VERSION:  # only numbering past a published 2**63 - 1 gets here
+                raise ValueError(
+                    f"Argument `version`: the next version after {MAX_VERSION} would not fit "
+                    "TF Serving's int64; pass a free version below it"
+                )
             busy = self.claim_number(directories, candidate)
             if busy is not None:
                 if version is not None:
@@ -364,45 +422,69 @@ def saved_model_cudnn_ops(directory: str | os.PathLike) -> list[str]:
 
 
 def fresh_parities(
-    servables: Sequence[Servable], directories: Sequence[Path], tolerance: float
+    servables: Sequence[Servable],
+    directories: Sequence[Path],
+    tolerance: float,
+    forms: Sequence[StepForm | None] = (),
 ) -> list[dict[str, Any]]:
     """Each servable's outputs on its examples, in this process and from its
     SavedModel in a fresh one by each loader of ``check.LOADERS``, compared
-    (see `compare_outputs`)."""
-    reloaded = run_in_fresh_process(
-        [(directory, servable.examples) for servable, directory in zip(servables, directories)]
-    )
-    parities = []
-    for servable, by_loader in zip(servables, reloaded):
-        with full_float32():  # as the fresh process
-            expected = servable.serve(**{k: tf.constant(v) for k, v in servable.examples.items()})
-        expected = {name: tensor.numpy() for name, tensor in expected.items()}
-        parities.append(
-            {
-                "reference": "servable.serve in the exporting process",
-                "checked_in": "a fresh Python process importing tensorflow, tensorflow_text",
-                "loaders": {
-                    "load": "tf.saved_model.load",
-                    "session": "TF1 session after the restore op, as TF Serving runs it",
-                },
-                "examples": len(next(iter(servable.examples.values()))),
-                "tolerance": tolerance,
-                "outputs": {
-                    loader: compare_outputs(
-                        expected, actual, tolerance, f"{servable.name} {loader}"
-                    )
-                    for loader, actual in by_loader.items()
-                },
-            }
+    (see `compare_outputs`). Where ``forms`` gives a servable a step form,
+    its ``"step"`` signature is compared on the step form's examples too,
+    under the key ``"step"``."""
+    forms = list(forms) or [None] * len(servables)
+    jobs = [(directory, servable.examples) for servable, directory in zip(servables, directories)]
+    steps = [
+        (index, (directories[index], form.examples, STEP_SIGNATURE))
+        for index, form in enumerate(forms)
+        if form is not None
+    ]
+    reloaded = run_in_fresh_process([*jobs, *(job for _, job in steps)])
+    parities = [
+        fresh_parity(servable.serve, servable.examples, by_loader, tolerance, servable.name)
+        for servable, by_loader in zip(servables, reloaded)
+    ]
+    for (index, _), by_loader in zip(steps, reloaded[len(jobs) :]):
+        form = forms[index]
+        parities[index]["step"] = fresh_parity(
+            form.function, form.examples, by_loader, tolerance, f"{form.name} {STEP_SIGNATURE}"
         )
     return parities
 
 
+def fresh_parity(
+    function: Any,
+    examples: dict[str, np.ndarray],
+    by_loader: dict[str, dict[str, np.ndarray]],
+    tolerance: float,
+    what: str,
+) -> dict[str, Any]:
+    """``function`` on ``examples`` here against each loader's outputs."""
+    with full_float32():  # as the fresh process
+        expected = function(**{k: tf.constant(v) for k, v in examples.items()})
+    expected = {name: tensor.numpy() for name, tensor in expected.items()}
+    return {
+        "reference": "the signature's function in the exporting process",
+        "checked_in": "a fresh Python process importing tensorflow, tensorflow_text",
+        "loaders": {
+            "load": "tf.saved_model.load",
+            "session": "TF1 session after the restore op, as TF Serving runs it",
+        },
+        "examples": len(next(iter(examples.values()))),
+        "tolerance": tolerance,
+        "outputs": {
+            loader: compare_outputs(expected, actual, tolerance, f"{what} {loader}")
+            for loader, actual in by_loader.items()
+        },
+    }
+
+
 def run_in_fresh_process(
-    jobs: Sequence[tuple[Path, dict[str, np.ndarray]]],
+    jobs: Sequence[tuple[Path, dict[str, np.ndarray]] | tuple[Path, dict[str, np.ndarray], str]],
 ) -> list[dict[str, dict[str, np.ndarray]]]:
-    """For every job ``(directory, inputs)``, the outputs of its SavedModel's
-    ``serving_default`` by loader (``check.LOADERS``), all run in one new Python
+    """For every job ``(directory, inputs)`` (or ``(directory, inputs,
+    signature)``), the outputs of its SavedModel's ``serving_default`` (or
+    that signature) by loader (``check.LOADERS``), all run in one new Python
     process that cannot import keras_rnncells (``keras_rnncells.export.check``)."""
     # next to the exports, not in the system's temporary directory: the CLI
     # writes only under the directory it is given
@@ -410,13 +492,14 @@ def run_in_fresh_process(
     with tempfile.TemporaryDirectory(prefix=".check.", dir=parent) as temporary:
         temporary = Path(os.path.abspath(temporary))  # the child runs in it
         request = []
-        for index, (directory, inputs) in enumerate(jobs):
+        for index, (directory, inputs, *signature) in enumerate(jobs):
             np.savez(temporary / f"inputs{index}.npz", **inputs)
             request.append(
                 {
                     "directory": os.fspath(Path(directory).resolve()),
                     "inputs": os.fspath(temporary / f"inputs{index}.npz"),
                     "outputs": os.fspath(temporary / f"outputs{index}"),
+                    "signature": signature[0] if signature else SIGNATURE,
                 }
             )
         (temporary / "request.json").write_text(json.dumps(request), encoding="utf-8")
@@ -459,8 +542,30 @@ def compare_outputs(
     return report
 
 
+def step_manifest(
+    form: StepForm, chunked: dict[str, Any], fresh: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The manifest's ``"streaming"`` of a SavedModel: the ``"step"``
+    signature, its inputs and outputs, the step form (`StepForm.description`)
+    and its parity: chunk by chunk against the whole sequence (``chunked``),
+    and reloaded in the fresh process (``fresh``)."""
+    inputs, outputs = step_specs(form)
+    parity = {"chunked": chunked, "fresh_process": fresh} if chunked else {}
+    return {
+        "signature": STEP_SIGNATURE,
+        "inputs": inputs,
+        "outputs": outputs,
+        **form.description(),
+        "parity": parity,
+    }
+
+
 def write_servable_manifest(
-    servable: Servable, directory: Path, version: int, parity: dict[str, Any]
+    servable: Servable,
+    directory: Path,
+    version: int,
+    parity: dict[str, Any],
+    streaming: dict[str, Any] | None = None,
 ) -> Path:
     concrete = servable.serve.get_concrete_function()
     inputs = [tensor_spec(s.name, s.dtype.name, s.shape.as_list()) for s in input_specs(servable)]
@@ -478,7 +583,12 @@ def write_servable_manifest(
         outputs=outputs,
         parity=parity,
         vocabulary_files=[f"{VOCABULARY_DIRECTORY}/{name}" for name in servable.vocabulary_files],
-        extra={"tags": ["serve"], "signature": SIGNATURE},
+        extra={
+            "tags": ["serve"],
+            "signature": SIGNATURE,
+            **({} if streaming is None else {"streaming": streaming}),
+        },
+        limits=None if servable.limits is None else servable.limits.manifest(),
     )
 
 

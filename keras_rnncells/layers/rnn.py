@@ -30,7 +30,10 @@ All paths give the same numbers for the same weights: masks of any pattern,
 ``go_backwards``, ``zero_output_for_mask``, states and gradients.
 
 The switches ``portable()`` and ``loop_override()`` are context variables:
-they hold for the thread (or task) that entered them only.
+they hold for the thread (or task) that entered them only, and so is
+``fed_states()``, within which every layer takes its initial states from a
+feed and hands its final ones back (the step forms of
+``keras_rnncells.export.streaming``).
 """
 
 from __future__ import annotations
@@ -72,6 +75,13 @@ HALVES_MIN_STEPS = 64
 _loop_form = contextvars.ContextVar("keras_rnncells_loop_form", default="auto")
 _loop_override: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
     "keras_rnncells_loop_override", default=None
+)
+# The feed of `fed_states` (None outside), and whether a fed layer's loop is being traced.
+_state_feed: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "keras_rnncells_state_feed", default=None
+)
+_fed_loop: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "keras_rnncells_fed_loop", default=False
 )
 
 
@@ -122,6 +132,49 @@ def loop_override(loop: Callable) -> Iterator[None]:
         yield
     finally:
         _loop_override.reset(token)
+
+
+@contextlib.contextmanager
+def fed_states(feed: Any) -> Iterator[None]:
+    """Within this context every ``RNN`` layer called on tensors continues a
+    sequence from states that ``feed`` gives, and hands its final states back
+    to it, in the order the layers are called: how a function that calls
+    layers (a model, a servable) is traced as a step form without knowing
+    its structure (``keras_rnncells.export.streaming``). ``feed`` has three
+    methods:
+
+    * ``check(layer, initial_state_given)``, before the layer runs: raises a
+      ``ValueError`` where the layer cannot continue a sequence;
+    * ``initial_states(layer, initial_state, sequences, previous_needed)``:
+      given the states Keras made (zeros, in the layer's structure), returns
+      ``(initial_state, previous_output)``, the states to start from and,
+      where ``previous_needed`` (a mask, without ``zero_output_for_mask``),
+      the output of the step before the first: what a step masked before a
+      row's first unmasked one emits again, as it would have had the sequence
+      not been cut (`continued_outputs`);
+    * ``final_states(layer, states, last_output)``: the final states (flat).
+
+    Shape inference (a ``StatelessScope``) calls no feed, and neither does
+    a layer's loop (an override calling ``inner_loop`` again): there,
+    `in_fed_loop` is true."""
+    token = _state_feed.set(feed)
+    try:
+        yield
+    finally:
+        _state_feed.reset(token)
+
+
+def in_fed_loop() -> bool:
+    """Whether the recurrence being traced continues fed states (`fed_states`):
+    a ``loop_override`` must then compute the final states, which the feed
+    hands on as the next call's initial ones."""
+    return _fed_loop.get()
+
+
+def state_feed() -> Any:
+    """The feed of the enclosing `fed_states` where a layer's call may take
+    from it, else None."""
+    return None if in_stateless_scope() else _state_feed.get()
 
 
 def gpu_available() -> bool:
@@ -351,6 +404,9 @@ class RNN(keras.layers.RNN):
 
     def call(self, sequences, initial_state=None, mask=None, training=False):
         self.check_call_args(sequences, initial_state, mask)
+        feed = state_feed()
+        if feed is not None:
+            feed.check(self, initial_state is not None)
         dtype = keras.backend.standardize_dtype(sequences.dtype)
         if not keras.backend.is_float_dtype(dtype):
             sequences = ops.cast(sequences, self.compute_dtype)  # as Keras' GRU and LSTM
@@ -365,6 +421,29 @@ class RNN(keras.layers.RNN):
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if tree.is_nested(mask):
             mask = mask[0]
+        feed = state_feed()
+        if feed is None:
+            return self.path_loop(sequences, initial_state, mask, training)
+        previous_needed = mask is not None and not self.zero_output_for_mask
+        initial_state, previous = feed.initial_states(
+            self, initial_state, sequences, previous_needed
+        )
+        feed_token, loop_token = _state_feed.set(None), _fed_loop.set(True)
+        try:
+            last_output, outputs, states = self.path_loop(sequences, initial_state, mask, training)
+        finally:
+            _state_feed.reset(feed_token)
+            _fed_loop.reset(loop_token)
+        if previous_needed and previous is not None:
+            last_output, outputs = continued_outputs(
+                last_output, outputs, mask, previous, self.return_sequences
+            )
+        feed.final_states(self, tree.flatten(states), last_output)
+        return last_output, outputs, states
+
+    def path_loop(self, sequences, initial_state, mask, training=False):
+        """The recurrence on this layer's path (`path`, or the loop of
+        ``loop_override``): ``(last_output, outputs, states)``."""
         override = _loop_override.get()
         if override is not None and not in_stateless_scope():
             return override(self, sequences, initial_state, mask, training)
@@ -560,6 +639,24 @@ def drop_inputs(cell, sequences, training):
     if not training or cell.dropout == 0:
         return sequences
     return sequences * ops.expand_dims(cell.get_dropout_mask(sequences[:, 0, :]), 1)
+
+
+def continued_outputs(last_output, outputs, mask, previous, return_sequences):
+    """``(last_output, outputs)`` of a masked recurrence (without
+    ``zero_output_for_mask``) as they are where it continues a sequence whose
+    step before the first output ``previous`` (B, output_size): every path
+    emits zeros at a row's masked steps before its first unmasked one (and as
+    the last output of a row without any), where the whole sequence emits
+    that step's output again. Gathers only: a select of floats would leak a
+    NaN from the branch not taken into ONNX (tf2onnx's ``tf.where``)."""
+    seen = tf.minimum(tf.cumsum(ops.cast(mask, "int32"), axis=1), 1)  # (B, T)
+    previous = ops.cast(previous, last_output.dtype)
+    ran = tf.minimum(tf.reduce_sum(seen, axis=1), 1)[:, None]
+    last_output = tf.gather(tf.stack([previous, last_output], 1), ran, batch_dims=1)[:, 0]
+    if return_sequences:  # index 0: previous; t + 1: step t's output
+        index = seen * tf.range(1, tf.shape(seen)[1] + 1)[None]
+        outputs = tf.gather(tf.concat([previous[:, None], outputs], 1), index, batch_dims=1)
+    return last_output, outputs
 
 
 def check_initial_state(layer, sequences, initial_state) -> None:
