@@ -91,7 +91,7 @@ def export_servable(
     (`manifest.sign_manifest`) before the version is published.
     ``streaming``: each format also gets the step form
     (`keras_rnncells.export.streaming`): the SavedModel's ``"step"``
-    signature, ``model_step.onnx``."""
+    signature, ``model_step.onnx``, ``model_step.tflite``."""
     check_version(version)
     check_formats("formats", formats, formats)
     if key is not None:
@@ -136,7 +136,9 @@ def export_servable(
             paths["onnx"] = targets["onnx"] / MODEL_FILE
         if "litert" in targets:
             staged = staging.directory(targets["litert"])
-            stage_litert(servable, staged, version, tolerance=tolerances["litert"])
+            stage_litert(
+                servable, staged, version, tolerance=tolerances["litert"], streaming=streaming
+            )
             paths["litert"] = targets["litert"] / litert.MODEL_FILE
         if key is not None:
             for directory, _ in staging.staged:

@@ -71,11 +71,13 @@ from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.manifest import sign_manifest, tensor_spec, write_manifest
 from keras_rnncells.export.saved_model import Staging, check_version
 from keras_rnncells.export.servable import Servable, as_servable
+from keras_rnncells.export.streaming import STEP_SIGNATURE, StepForm, check_streaming, step_form
 from keras_rnncells.export.tokenizer_files import tokenizer_manifest
 from keras_rnncells.layers.fused import scattered_outputs
-from keras_rnncells.layers.rnn import loop_override, portable
+from keras_rnncells.layers.rnn import in_fed_loop, loop_override, portable
 
 MODEL_FILE = "model.tflite"
+STEP_MODEL_FILE = "model_step.tflite"  # the step form, with `streaming`
 SIGNATURE = "serving_default"
 QUANTIZATIONS = (None, "dynamic", "float16", "int8")
 TOLERANCE = 1e-5  # float outputs, LiteRT's interpreter vs TensorFlow
@@ -107,7 +109,7 @@ def fused_lstm_ineligibility(layer: Any, sequences: Any, mask: Any) -> str | Non
         return reason
     if mask is not None:
         return "the op takes no mask"
-    if layer.stateful or layer.return_state:
+    if layer.stateful or layer.return_state or in_fed_loop():
         return "the op returns no final state"
     if sequences.shape[0] is None:
         return "the batch size is not fixed (write_litert(batch_size=...))"
@@ -199,9 +201,26 @@ def convert(
     batch_size: int | None = None,
 ) -> bytes:
     """``servable``'s model on numbers or ids (`Servable.onnx`) as a ``.tflite``
-    flatbuffer of builtin ops, traced under `litert_tracing` and converted from
-    a SavedModel (the converter fuses an LSTM only there)."""
+    flatbuffer of builtin ops (`converted`)."""
     function, _ = servable.onnx()
+    return converted(
+        function, servable.module, servable.name, SIGNATURE, quantize, representative, batch_size
+    )
+
+
+def converted(
+    function: Any,
+    module: tf.Module,
+    name: str,
+    signature: str = SIGNATURE,
+    quantize: str | None = None,
+    representative: Callable[[], Iterable[dict[str, np.ndarray]]] | None = None,
+    batch_size: int | None = None,
+) -> bytes:
+    """``function`` (a ``tf.function`` with a named input signature, reading
+    the variables of ``module``) as a ``.tflite`` flatbuffer of builtin ops
+    whose one signature is ``signature``: traced under `litert_tracing` and
+    converted from a SavedModel (the converter fuses an LSTM only there)."""
     specs = signature_of(function, batch_size)
     fresh = tf.function(function.python_function, input_signature=specs)
     with litert_tracing():
@@ -213,11 +232,11 @@ def convert(
             f"tensors for LiteRT, received outputs {outputs!r}"
         )
     root = tf.Module()
-    root.module = servable.module
+    root.module = module
     root.serving_variables = list(concrete.variables)
     with tempfile.TemporaryDirectory(prefix="rnncells-litert-") as directory:
-        tf.saved_model.save(root, directory, signatures={SIGNATURE: concrete})
-        converter = tf.lite.TFLiteConverter.from_saved_model(directory, [SIGNATURE])
+        tf.saved_model.save(root, directory, signatures={signature: concrete})
+        converter = tf.lite.TFLiteConverter.from_saved_model(directory, [signature])
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         if quantize is not None:
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -230,7 +249,7 @@ def convert(
             model = converter.convert()
         except Exception as error:  # the converter's ConverterError: its first error line
             raise ValueError(
-                f"LiteRT cannot convert {servable.name!r} to builtin ops: {first_error(error)}"
+                f"LiteRT cannot convert {name!r} to builtin ops: {first_error(error)}"
             ) from error
     return unclipped_lstm_cells(model)
 
@@ -350,20 +369,23 @@ def run_in_fresh_process(
 
 
 def litert_parity(
-    servable: Servable,
+    name: str,
+    function: Any,
+    examples: dict[str, np.ndarray],
     model: Path,
     batch_size: int | None,
     tolerance: float,
     quantize: str | None,
+    signature: str = SIGNATURE,
 ) -> tuple[dict[str, Any], list[str]]:
-    """The interpreter's outputs against ``servable``'s in this process (full
-    float32) on `check_inputs`, and the op list. Float models must agree to
-    ``tolerance``; a quantized one's errors are recorded only (but must be
-    finite where the reference is)."""
-    function, examples = servable.onnx()
+    """The interpreter's outputs of ``model``'s ``signature`` against
+    ``function``'s in this process (full float32) on `check_inputs` of
+    ``examples``, and the op list. Float models must agree to ``tolerance``; a
+    quantized one's errors are recorded only (but must be finite where the
+    reference is)."""
     specs = signature_of(function, batch_size)
     batches = check_inputs(examples, specs, batch_size)
-    found, ops = run_in_fresh_process(model, batches)
+    found, ops = run_in_fresh_process(model, batches, signature)
     errors: dict[str, float] = {}
     for batch, actual in zip(batches, found):
         with full_float32():
@@ -373,26 +395,26 @@ def litert_parity(
             got = actual.get(name)
             if got is None or got.shape != want.shape:
                 raise RuntimeError(
-                    f"LiteRT model {servable.name!r}: output {name!r} came back as "
+                    f"LiteRT model {name!r}: output {name!r} came back as "
                     f"{None if got is None else got.shape}, not {want.shape}"
                 )
             if np.issubdtype(want.dtype, np.floating):
                 error = float(np.max(np.abs(got.astype(np.float64) - want), initial=0.0))
                 if not np.isfinite(error) or (quantize is None and error > tolerance):
                     raise RuntimeError(
-                        f"LiteRT model {servable.name!r}: output {name!r} differs by {error} "
+                        f"LiteRT model {name!r}: output {name!r} differs by {error} "
                         f"> {tolerance} at input shapes {[v.shape for v in batch.values()]}"
                     )
             elif not np.array_equal(got, want):
                 if quantize is None:
-                    raise RuntimeError(f"LiteRT model {servable.name!r}: output {name!r} differs")
+                    raise RuntimeError(f"LiteRT model {name!r}: output {name!r} differs")
                 error = float(np.mean(got != want))
             else:
                 error = 0.0
             errors[name] = max(errors.get(name, 0.0), error)
     flex = [op for op in ops if op.startswith("CUSTOM:")]
     if flex:
-        raise RuntimeError(f"LiteRT model {servable.name!r} needs non-builtin ops {flex}")
+        raise RuntimeError(f"LiteRT model {name!r} needs non-builtin ops {flex}")
     parity = {
         "reference": "the servable's function in the exporting process (TensorFlow)",
         "checked_in": "ai_edge_litert's interpreter in a fresh process without TensorFlow",
@@ -434,9 +456,13 @@ def stage_litert(
     batch_size: int | None = None,
     check: bool = True,
     tolerance: float = TOLERANCE,
+    streaming: bool = False,
 ) -> Path:
     """``servable`` converted and checked in ``directory`` (a `Staging`
-    directory): ``model.tflite``, its vocabulary files and its manifest."""
+    directory): ``model.tflite`` (and with ``streaming`` ``model_step.tflite``),
+    its vocabulary and tokenizer files and its manifest."""
+    form = step_form(servable) if streaming else None  # refused before any conversion
+    function, examples = servable.onnx()
     model = convert(servable, quantize, representative, batch_size)
     path = directory / MODEL_FILE
     path.write_bytes(model)
@@ -448,15 +474,26 @@ def stage_litert(
             target = directory / name
             target.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
     if check:
-        parity, ops = litert_parity(servable, path, batch_size, tolerance, quantize)
+        parity, ops = litert_parity(
+            servable.name, function, examples, path, batch_size, tolerance, quantize
+        )
     else:
         parity, ops = {}, litert_run.model_ops(model)
-    function, _ = servable.onnx()
-    specs = signature_of(function, batch_size)
-    inputs = [tensor_spec(s.name, s.dtype.name, s.shape.as_list()) for s in specs]
-    with litert_tracing():
-        structured = tf.function(function.python_function, input_signature=specs)
-        outputs = structured.get_concrete_function().structured_outputs
+    inputs, outputs = signature_specs(function, batch_size)
+    extra = {
+        "file": MODEL_FILE,
+        "signature": SIGNATURE,
+        "quantize": quantize,
+        "batch_size": batch_size,
+        "ops": ops,
+        "bytes": len(model),
+    }
+    if form is not None:
+        extra["streaming"] = stage_step_model(
+            servable, form, directory, quantize, batch_size, check, tolerance
+        )
+    if tokenizer is not None:
+        extra["tokenizer"] = tokenizer[0]
     write_manifest(
         directory,
         model=servable.name,
@@ -464,23 +501,83 @@ def stage_litert(
         version=version,
         format="litert",
         inputs=inputs,
-        outputs=[
-            tensor_spec(name, t.dtype.name, t.shape.as_list())
-            for name, t in sorted(outputs.items())
-        ],
+        outputs=outputs,
         parity=parity,
         vocabulary_files=sorted(servable.vocabulary_files),
-        extra={
-            "file": MODEL_FILE,
-            "signature": SIGNATURE,
-            "quantize": quantize,
-            "batch_size": batch_size,
-            "ops": ops,
-            "bytes": len(model),
-            **({} if tokenizer is None else {"tokenizer": tokenizer[0]}),
-        },
+        extra=extra,
     )
     return directory
+
+
+def stage_step_model(
+    servable: Servable,
+    form: StepForm,
+    directory: Path,
+    quantize: str | None,
+    batch_size: int | None,
+    check: bool,
+    tolerance: float,
+) -> dict[str, Any]:
+    """``form`` (the servable's step form) as ``model_step.tflite`` in
+    ``directory``, signature ``"step"``, and its manifest entry. With
+    ``check``: fed chunk by chunk against the whole sequence in TensorFlow
+    (`check_streaming`), then run by LiteRT's interpreter without TensorFlow
+    on inputs that continue a sequence (``form.examples``) against the step
+    function in TensorFlow. An ``"int8"`` model is calibrated on those inputs."""
+    specs = signature_of(form.function, batch_size)
+    calibration = check_inputs(form.examples, specs, batch_size)
+    model = converted(
+        form.function,
+        servable.module,
+        f"{servable.name} (step form)",
+        STEP_SIGNATURE,
+        quantize,
+        lambda: calibration,
+        batch_size,
+    )
+    path = directory / STEP_MODEL_FILE
+    path.write_bytes(model)
+    parity: dict[str, Any] = {}
+    if check:
+        chunked = check_streaming(form, tolerance)
+        measured, ops = litert_parity(
+            f"{servable.name} (step form)",
+            form.function,
+            form.examples,
+            path,
+            batch_size,
+            tolerance,
+            quantize,
+            STEP_SIGNATURE,
+        )
+        parity = {"chunked": chunked, "litert": measured}
+    else:
+        ops = litert_run.model_ops(model)
+    inputs, outputs = signature_specs(form.function, batch_size)
+    return {
+        "file": STEP_MODEL_FILE,
+        "signature": STEP_SIGNATURE,
+        "inputs": inputs,
+        "outputs": outputs,
+        **form.description(),
+        "ops": ops,
+        "bytes": len(model),
+        "parity": parity,
+    }
+
+
+def signature_specs(
+    function: Any, batch_size: int | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The manifest's inputs and outputs of ``function`` as LiteRT serves it."""
+    specs = signature_of(function, batch_size)
+    with litert_tracing():
+        traced = tf.function(function.python_function, input_signature=specs)
+        outputs = traced.get_concrete_function().structured_outputs
+    inputs = [tensor_spec(s.name, s.dtype.name, s.shape.as_list()) for s in specs]
+    return inputs, [
+        tensor_spec(name, t.dtype.name, t.shape.as_list()) for name, t in sorted(outputs.items())
+    ]
 
 
 def write_litert(
@@ -494,6 +591,7 @@ def write_litert(
     check: bool = True,
     tolerance: float = TOLERANCE,
     key: bytes | None = None,
+    streaming: bool = False,
 ) -> Path:
     """Exports ``servable`` (a `Servable` or any built Keras model) as LiteRT to
     ``export_root/<name>/<version>/`` and returns that directory (see the
@@ -512,6 +610,12 @@ def write_litert(
       against the servable in this process, within ``tolerance`` for a float
       model; the manifest records the errors and the model's ops.
     * ``key``: the manifest is signed under it before the version appears.
+    * ``streaming``: also ``model_step.tflite``, the step form (signature
+      ``"step"``: the model's inputs holding k >= 1 new steps and ``state_0``
+      ... in, its outputs and ``next_state_0`` ... out; zero states start a
+      sequence; `keras_rnncells.export.streaming`), described in the
+      manifest's ``"streaming"``; a model that cannot stream is refused in
+      one line naming the layer.
     """
     check_version(version)
     check_quantize(quantize)
@@ -525,7 +629,15 @@ def write_litert(
         target = model_directory / str(number)
         directory = staging.directory(target)
         stage_litert(
-            servable, directory, number, quantize, representative, batch_size, check, tolerance
+            servable,
+            directory,
+            number,
+            quantize,
+            representative,
+            batch_size,
+            check,
+            tolerance,
+            streaming,
         )
         if key is not None:
             sign_manifest(directory, key)

@@ -6,7 +6,8 @@ sequence so far after every chunk.
 Run as users run the artifacts, in child processes (tests/tools/stream_runner.py,
 a client reading the manifest's states): the SavedModel's ``"step"`` signature
 as a stock TF Serving runs it (XLA JIT off, keras_rnncells not importable), and
-``model_step.onnx`` in onnxruntime without TensorFlow. Masked layers (ids
+``model_step.onnx`` in onnxruntime without TensorFlow, ``model_step.tflite``
+in LiteRT's interpreter where TensorFlow cannot be imported. Masked layers (ids
 with padding, holes and a chunk of padding only, an empty row) and an unmasked
 one; a stack of two different cells (SCRN, whose output is not its first
 state, so it carries its last output as one more state, then a GRU read by a
@@ -34,6 +35,7 @@ from keras_rnncells.export import (
     check_streaming,
     servable_from_model,
     step_form,
+    write_litert,
     write_onnx,
     write_saved_model,
 )
@@ -194,15 +196,27 @@ def check_model_streams(cells, tmp_path, check: bool) -> None:
     assert streaming["current_outputs"] == ["head"]
     assert manifest["streaming"]["states"] == streaming["states"]
     assert (tmp_path / "onnx" / "model_step.onnx").is_file()
+    litert = write_litert(servable, tmp_path / "litert", check=check, streaming=True)
+    on_phone = json.loads((litert / "manifest.json").read_text())["streaming"]
+    assert on_phone["file"] == "model_step.tflite" and on_phone["states"] == streaming["states"]
+    assert not [op for op in on_phone["ops"] if op.startswith("CUSTOM")]
 
     batches = requests()
     served = stream_in_child([(directory, b) for b in batches], tmp_path / "served")
     in_onnx = stream_in_child(
         [(tmp_path / "onnx" / "model_step.onnx", b) for b in batches], tmp_path / "ort"
     )
+    in_litert = stream_in_child(
+        [(litert / "model_step.tflite", b) for b in batches], tmp_path / "litert-run"
+    )
     steps, current = streaming["step_outputs"], streaming["current_outputs"]
     for index, batch in enumerate(batches):
-        for streamed, what in ((served[index], "SavedModel"), (in_onnx[index], "ONNX")):
+        runs = (
+            (served[index], "SavedModel"),
+            (in_onnx[index], "ONNX"),
+            (in_litert[index], "LiteRT"),
+        )
+        for streamed, what in runs:
             assert_streamed(
                 streamed, servable.serve, batch, steps, current, 1e-5, f"{what} batch {index}"
             )

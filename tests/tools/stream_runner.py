@@ -10,10 +10,12 @@ becoming the next call's ``state_i``:
   ``tensorflow_model_server`` runs it (XLA JIT disabled, keras_rnncells not
   importable, the tf-text ops linked, the session loader);
 * a ``model_step.onnx``: onnxruntime on the CPU in a process that never
-  imports TensorFlow.
+  imports TensorFlow;
+* a ``model_step.tflite``: ``ai_edge_litert``'s interpreter, its ``"step"``
+  signature, in a process where TensorFlow cannot be imported (as on a phone).
 
 Usage: ``python stream_runner.py REQUEST.json``, the request a list of
-``{"artifact", "inputs", "outputs"}`` (all SavedModels or all ONNX files):
+``{"artifact", "inputs", "outputs"}`` (all SavedModels, all ONNX or all LiteRT files):
 ``inputs`` an ``.npz`` of whole sequences (and any other input) by name;
 ``outputs`` the ``.npz`` to write: each step output joined over the chunks,
 each other output stacked over the chunks (axis 0: its value after each
@@ -120,11 +122,30 @@ def onnx_steps():
     return load
 
 
+def litert_steps():
+    """``artifact -> (step function, manifest)`` in LiteRT's interpreter, no TensorFlow."""
+    sys.modules["tensorflow"] = None  # as on a phone: an import of TensorFlow fails
+    from ai_edge_litert.interpreter import Interpreter
+
+    def load(path):
+        manifest = json.loads((Path(path).parent / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest["streaming"]["file"] == Path(path).name
+        interpreter = Interpreter(model_path=path)
+        runner = interpreter.get_signature_runner(manifest["streaming"]["signature"])
+
+        def step(inputs):
+            return {name: np.asarray(value) for name, value in runner(**inputs).items()}
+
+        return step, manifest, (RuntimeError, ValueError)
+
+    return load
+
+
 jobs = json.load(open(sys.argv[1], encoding="utf-8"))
-kinds = {job["artifact"].endswith(".onnx") for job in jobs}
-assert len(kinds) == 1, "a request streams SavedModels or ONNX files, not both"
-onnx = kinds.pop()
-load = onnx_steps() if onnx else saved_model_steps()
+kinds = {Path(job["artifact"]).suffix for job in jobs}
+assert len(kinds) == 1, "a request streams artifacts of one kind"
+kind = kinds.pop()
+load = {".onnx": onnx_steps, ".tflite": litert_steps}.get(kind, saved_model_steps)()
 loaded = {}
 for job in jobs:
     if job["artifact"] not in loaded:
@@ -140,5 +161,5 @@ for job in jobs:
             json.dump({"error": " ".join(message.split())[:2000]}, file)
         continue
     np.savez(job["outputs"], **outputs)
-if onnx:
-    assert "tensorflow" not in sys.modules
+if kind in (".onnx", ".tflite"):
+    assert sys.modules.get("tensorflow") is None
