@@ -281,6 +281,12 @@ def serve_like_tf_serving() -> Callable:
 
 
 @pytest.fixture(scope="session")
+def stream_in_child() -> Callable:
+    """Streams step forms chunk by chunk in a child (tests/tools/stream_runner.py)."""
+    return partial(run_jobs_in_child, "stream_runner.py")
+
+
+@pytest.fixture(scope="session")
 def run_onnx_in_child() -> Callable:
     """``(ONNX files and inputs, workdir) -> outputs or errors``, run by
     onnxruntime with the extensions in a process without TensorFlow

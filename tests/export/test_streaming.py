@@ -19,11 +19,7 @@ refused in one line naming the layer.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -45,7 +41,6 @@ from keras_rnncells.layers.rnn import in_fed_loop, loop_override
 UNITS = 4  # = the embedding size, which the MUT cells require
 VOCABULARY = 9
 DEFAULT_CELLS = ("gru", "lstm", "mgu")
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
 
 def streaming_model(cells) -> keras.Model:
@@ -92,44 +87,6 @@ def requests() -> list[dict[str, np.ndarray]]:
     return [batch(ids), batch(ids[:1, :1]), batch(long), batch(ids[:0, :5])]
 
 
-def stream_in_child(jobs, workdir: Path) -> list:
-    """tests/tools/stream_runner.py on ``(artifact, inputs)`` jobs, in a child."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    request = []
-    for index, (artifact, inputs) in enumerate(jobs):
-        np.savez(workdir / f"in{index}.npz", **inputs)
-        request.append(
-            {
-                "artifact": os.fspath(Path(artifact).resolve()),
-                "inputs": os.fspath((workdir / f"in{index}.npz").resolve()),
-                "outputs": os.fspath((workdir / f"out{index}.npz").resolve()),
-            }
-        )
-    (workdir / "request.json").write_text(json.dumps(request), encoding="utf-8")
-    child = subprocess.run(
-        [
-            sys.executable,
-            os.fspath(TOOLS / "stream_runner.py"),
-            os.fspath(workdir / "request.json"),
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
-    assert child.returncode == 0, (
-        f"stream_runner exited {child.returncode}:\n{child.stderr[-3000:]}"
-    )
-    results = []
-    for job in request:
-        error = Path(job["outputs"] + ".error")
-        if error.exists():
-            results.append(json.loads(error.read_text(encoding="utf-8"))["error"])
-            continue
-        with np.load(job["outputs"]) as loaded:
-            results.append(dict(loaded))
-    return results
-
-
 def whole(function, inputs: dict[str, np.ndarray], end: int | None = None) -> dict:
     """``function`` on the whole sequences (or their first ``end`` steps)."""
     cut = {key: value[:, :end] if value.ndim >= 2 else value for key, value in inputs.items()}
@@ -162,7 +119,7 @@ def assert_streamed(streamed, function, inputs, step_outputs, current_outputs, t
             )
 
 
-def check_model_streams(cells, tmp_path, check: bool) -> None:
+def check_model_streams(cells, tmp_path, check: bool, stream_in_child) -> None:
     """``streaming_model(cells)`` written with its step forms (with the
     writers' own checks where ``check``), streamed in children; the
     manifests' states checked."""
@@ -222,20 +179,20 @@ def check_model_streams(cells, tmp_path, check: bool) -> None:
             )
 
 
-def test_every_default_cell_and_a_stack_stream_chunk_by_chunk(tmp_path):
-    check_model_streams(DEFAULT_CELLS, tmp_path, check=False)
+def test_every_default_cell_and_a_stack_stream_chunk_by_chunk(tmp_path, stream_in_child):
+    check_model_streams(DEFAULT_CELLS, tmp_path, False, stream_in_child)
 
 
 @pytest.mark.slow  # every cell, both formats, checked (4 to 11.5 minutes on 2 busy cores)
-def test_every_registered_cell_streams_chunk_by_chunk(tmp_path):
-    check_model_streams(list_cells(), tmp_path, check=True)
+def test_every_registered_cell_streams_chunk_by_chunk(tmp_path, stream_in_child):
+    check_model_streams(list_cells(), tmp_path, True, stream_in_child)
 
 
 # -- the applications -----------------------------------------------------------------
 
 
 @pytest.mark.slow  # two applications, both formats (2.5 to 3 minutes on 2 busy cores)
-def test_the_apps_stream_token_by_token(tmp_path, tiny_app_models):
+def test_the_apps_stream_token_by_token(tmp_path, tiny_app_models, stream_in_child):
     """Sentiment (its head on the current state) and name-to-color: their id
     functions' step forms, fed a few tokens at a time, give the probability
     and the colors of the text so far after every chunk."""
