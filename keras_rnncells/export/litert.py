@@ -71,10 +71,17 @@ from keras_rnncells.export.fresh import run_fresh_python
 from keras_rnncells.export.manifest import sign_manifest, tensor_spec, write_manifest
 from keras_rnncells.export.saved_model import Staging, check_version
 from keras_rnncells.export.servable import Servable, as_servable
-from keras_rnncells.export.streaming import STEP_SIGNATURE, StepForm, check_streaming, step_form
+from keras_rnncells.export.streaming import (
+    STEP_SIGNATURE,
+    TREE_PACKAGE,
+    StepForm,
+    check_streaming,
+    servable_layers,
+    step_form,
+)
 from keras_rnncells.export.tokenizer_files import tokenizer_manifest
 from keras_rnncells.layers.fused import scattered_outputs
-from keras_rnncells.layers.rnn import in_fed_loop, loop_override, portable
+from keras_rnncells.layers.rnn import RNN, in_fed_loop, loop_override, portable
 
 MODEL_FILE = "model.tflite"
 STEP_MODEL_FILE = "model_step.tflite"  # the step form, with `streaming`
@@ -194,6 +201,26 @@ def signature_of(function: Any, batch_size: int | None) -> list[tf.TensorSpec]:
     ]
 
 
+def litert_refusal(servable: Servable) -> str | None:
+    """Why a layer of ``servable`` has no form of builtin LiteRT ops (a
+    sentence naming it), or None: Keras' own recurrent layers and the tree
+    layers collect their steps in a TensorList of a batch known only at run
+    time, which LiteRT's builtin ops do not hold (they would need Flex ops)."""
+    for layer in servable_layers(servable.module):
+        what = f"layer {layer.name!r} ({type(layer).__name__})"
+        if isinstance(layer, keras.layers.RNN) and not isinstance(layer, RNN):
+            return (
+                f"{what} is Keras' own recurrent layer, whose loop needs Flex ops; use "
+                "keras_rnncells' layers (keras_rnncells.GRU, LSTM, RNN(cell), ...)"
+            )
+        if type(layer).__module__.startswith(TREE_PACKAGE):
+            return (
+                f"{what} composes its tree in a TensorList, which needs Flex ops; "
+                "export it as a SavedModel or ONNX"
+            )
+    return None
+
+
 def convert(
     servable: Servable,
     quantize: str | None = None,
@@ -202,6 +229,9 @@ def convert(
 ) -> bytes:
     """``servable``'s model on numbers or ids (`Servable.onnx`) as a ``.tflite``
     flatbuffer of builtin ops (`converted`)."""
+    reason = litert_refusal(servable)
+    if reason is not None:
+        raise ValueError(f"Argument `servable` has no LiteRT form of builtin ops: {reason}")
     function, _ = servable.onnx()
     return converted(
         function, servable.module, servable.name, SIGNATURE, quantize, representative, batch_size

@@ -127,13 +127,19 @@ def test_a_masked_stack_converts_for_left_and_right_padding(tmp_path):
     np.testing.assert_allclose(found["output_0"], model.predict(ids, verbose=0), atol=1e-5)
 
 
-def test_keras_own_lstm_is_refused_in_one_line(tmp_path):
+def test_keras_own_lstm_and_the_tree_layers_are_refused_in_one_line(tmp_path):
+    from keras_rnncells.tree import ChildSumTreeLSTM
+
     inputs = keras.Input((None, 3))
-    model = keras.Model(inputs, keras.layers.LSTM(UNITS)(inputs))
-    with pytest.raises(ValueError, match="LiteRT cannot convert") as error:
-        write_litert(model, tmp_path)
-    assert "\n" not in str(error.value)
-    assert not list(tmp_path.iterdir())  # nothing published, nothing left
+    keras_lstm = keras.Model(inputs, keras.layers.LSTM(UNITS, name="keras_lstm")(inputs))
+    tokens = keras.Input((None, 3), name="tokens")
+    parents = keras.Input((None,), dtype="int32", name="parents")
+    tree = keras.Model([tokens, parents], ChildSumTreeLSTM(3, name="tree")([tokens, parents]))
+    for model, layer in ((keras_lstm, "'keras_lstm' (LSTM)"), (tree, "'tree' (ChildSumTreeLSTM)")):
+        with pytest.raises(ValueError, match="no LiteRT form of builtin ops") as error:
+            write_litert(model, tmp_path)
+        assert "\n" not in str(error.value) and layer in str(error.value)
+        assert not list(tmp_path.iterdir())  # nothing published, nothing left
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 2.0, "1"])
