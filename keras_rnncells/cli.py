@@ -741,8 +741,8 @@ def export_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also write each format's step form, for feeding a few steps at a time: "
         "the model's inputs (ids for the applications) and its states in, its outputs and "
-        "new states out (SavedModel signature 'step', model_step.onnx); manifest.json "
-        "lists the states",
+        "new states out (SavedModel signature 'step', model_step.onnx, "
+        "model_step.tflite); manifest.json lists the states",
     )
     limits = parser.add_argument_group(
         "request limits",
