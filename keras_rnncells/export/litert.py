@@ -51,6 +51,7 @@ the manifest, not held to ``tolerance``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import tempfile
@@ -123,11 +124,15 @@ def fused_lstm_ineligibility(layer: Any, sequences: Any, mask: Any) -> str | Non
     return None
 
 
-def standard_lstm(inputs, init_h, init_c, kernel, recurrent_kernel, bias):
-    """An LSTM over batch-major ``inputs`` (gates i, f, c, o; sigmoid and tanh)
+def standard_lstm(inputs, init_h, init_c, kernel, recurrent_kernel, bias, go_backwards=False):
+    """An LSTM over batch-major ``inputs`` (gates i, f, c, o; sigmoid and tanh;
+    from the last step with ``go_backwards``, the outputs in the order run)
     with the five results of Keras 2's ``standard_lstm``: ``(last_output,
-    outputs, h, c, runtime)``. The converter replaces the body by its fused op,
-    so this is what the function means wherever TensorFlow runs it."""
+    outputs, h, c, runtime)``. The converter replaces the body by its fused op
+    (reversing the inputs itself, from the function's ``go_backwards``
+    attribute), so this is what the function means wherever TensorFlow runs it."""
+    if go_backwards:
+        inputs = tf.reverse(inputs, [1])
 
     def step(carry, x):
         h, c = carry
@@ -151,7 +156,11 @@ def fused_lstm(layer: Any, sequences, initial_state) -> tuple:
         "time_major": False,
         "go_backwards": bool(layer.go_backwards),
     }
-    lstm = tf.function(standard_lstm, autograph=False, experimental_attributes=attributes)
+    lstm = tf.function(
+        functools.partial(standard_lstm, go_backwards=attributes["go_backwards"]),
+        autograph=False,
+        experimental_attributes=attributes,
+    )
     bias = cell.bias if cell.bias is not None else tf.zeros((4 * cell.units,), sequences.dtype)
     h, c = (tf.convert_to_tensor(s) for s in initial_state)
     weights = [tf.convert_to_tensor(w) for w in (cell.kernel, cell.recurrent_kernel, bias)]
@@ -173,7 +182,7 @@ def litert_loop(layer: Any, sequences, initial_state, mask, training) -> tuple:
 @contextlib.contextmanager
 def litert_tracing() -> Iterator[None]:
     """Within this context layers trace what LiteRT's converter turns into
-    builtin ops: no cuDNN or XLA op, loops whose outputs are one tensor, and
+    builtin ops: no cuDNN op, loops whose outputs are one tensor, and
     the fused LSTM op where `fused_lstm_ineligibility` allows."""
     with portable(), scattered_outputs(), loop_override(litert_loop):
         yield
