@@ -267,3 +267,19 @@ def test_an_app_on_a_phone_tokenizes_in_python_and_runs_the_ids(tmp_path, tiny_a
     found = json.loads(done.stdout.strip().splitlines()[-1])
     expected = servable.serve(text=tf.constant(texts))["probability"].numpy()
     np.testing.assert_allclose(found, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_the_fused_functions_tensorflow_body_is_our_lstm(go_backwards):
+    from keras_rnncells.export.litert import standard_lstm
+
+    layer = LSTM(UNITS, return_sequences=True, go_backwards=go_backwards)
+    x = np.random.default_rng(0).normal(size=(2, 6, 3)).astype("float32")
+    expected = layer(x).numpy()
+    zeros = tf.zeros((2, UNITS))
+    cell = layer.cell
+    last, outputs, *_ = standard_lstm(
+        tf.constant(x), zeros, zeros, cell.kernel, cell.recurrent_kernel, cell.bias, go_backwards
+    )
+    np.testing.assert_allclose(outputs, expected, atol=1e-6)
+    np.testing.assert_allclose(last, expected[:, -1], atol=1e-6)
