@@ -84,13 +84,18 @@ def test_lstm_of_a_fixed_batch_becomes_the_fused_op_and_computes_it_unclipped(tm
     ops = model_ops(str(directory / MODEL_FILE))
     assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in ops and "WHILE" not in ops, ops
     # LiteRT's op clips the cell state at 10 as the converter writes it; ours
-    # has no clip: inputs that drive |c| far past 10 must still agree
+    # has no clip. Input 0 drives c up by ~1 a step for 30 steps, input 1 down
+    # by ~1 a step for 20: c ends near +10 unclipped (h ~ +1), near -10 clipped
     layer = model.layers[1]
-    kernel = np.zeros((3, 4 * UNITS), "float32")
-    kernel[0] = 5.0  # i, f, c, o all saturate: c grows by ~1 a step
+    kernel = np.full((3, 4 * UNITS), 5.0, "float32")  # i, f, o open; candidate +1
+    kernel[1, 2 * UNITS : 3 * UNITS] = -5.0  # input 1: candidate -1
+    kernel[2] = 0.0
     layer.cell.kernel.assign(kernel)
+    layer.cell.recurrent_kernel.assign(np.zeros_like(layer.cell.recurrent_kernel))
     directory = write_litert(model, tmp_path, version=2, batch_size=1)
-    x = np.ones((1, 60, 3), "float32")
+    x = np.zeros((1, 50, 3), "float32")
+    x[0, :30, 0] = x[0, 30:, 1] = 1.0
+    assert model.layers[1](x)[0, -1, 0] > 0.5  # unclipped: c is still positive
     found = run_without_tensorflow(directory / MODEL_FILE, {"sequences": x}, tmp_path)
     expected = model.predict(x, verbose=0)
     np.testing.assert_allclose(found["output_0"], expected[0], atol=1e-5)
