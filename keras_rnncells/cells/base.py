@@ -353,7 +353,7 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
     def matmuls_recorded(self, recorder: Callable | None) -> Iterator[None]:
         """Within this context every `recurrent_matmul` is
         ``recorder(h, read_kernel, columns)`` (the fused path's gradient records
-        and replays them: `keras_rnncells.layers.fused.MatmulRecorder`), where
+        and replays them: `keras_rnncells.layers.recorder.MatmulRecorder`), where
         ``read_kernel()`` reads those columns: the recorder reads them once per
         loop, so that no step of a loop reads the variable."""
         outer = self._matmul_recorder
@@ -895,7 +895,7 @@ class DenseGatesCell(AbstractRNNCell):
         recurrent term: ``W x + b + U h``. Multiplicative integration
         (cells/mi.py) overrides it. ``projected`` is None where the portable
         loop has already added the block to the recurrent term
-        (`fused.joined_inputs`)."""
+        (`portable_loop.joined_inputs`)."""
         return recurrent if projected is None else projected + recurrent
 
     def get_config(self) -> dict:
