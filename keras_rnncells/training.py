@@ -43,6 +43,7 @@ from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_rnncells.data.pipeline import set_shuffle_epoch
 from keras_rnncells.files import write_atomically, write_json
@@ -94,10 +95,10 @@ class ResumableRun(keras.callbacks.Callback):
     the values of ``model.variables`` (weights, and the state of the seed
     generators dropout draws from) and of the optimizer's variables, the
     history rows and the `sessions`. ``on_train_begin`` restores it, rewrites
-    ``history.csv`` from its rows and sets the shuffling epoch
-    (`set_shuffle_epoch`); Keras' fit then starts at the next epoch (the
-    ``_initial_epoch`` hook Keras' own ``BackupAndRestore`` sets). The backup
-    is deleted when training ends.
+    ``history.csv`` from its rows and sets the shuffling epoch of ``data``,
+    the training data (`set_shuffle_epoch`); Keras' fit then starts at the
+    next epoch (the ``_initial_epoch`` hook Keras' own ``BackupAndRestore``
+    sets). The backup is deleted when training ends.
 
     ``sessions`` has one record per process that trained the run: its first
     epoch (from 1), the epochs it trained and its wall seconds from the start
@@ -114,8 +115,10 @@ class ResumableRun(keras.callbacks.Callback):
         run_dir: str | os.PathLike,
         timer: EpochTimes | None = None,
         patience: int | None = None,
+        data: Any = None,
     ) -> None:
         super().__init__()
+        self.data = data
         self.timer = timer
         self.patience = patience
         self.directory = Path(run_dir) / BACKUP
@@ -178,7 +181,8 @@ class ResumableRun(keras.callbacks.Callback):
         if self.stale():  # stopped early, killed before it ended: train no further
             epoch = max(epoch, self.params.get("epochs", epoch))
         self.model._initial_epoch = epoch
-        set_shuffle_epoch(epoch)
+        if isinstance(self.data, tf.data.Dataset):  # (arrays: no shuffled pipeline)
+            set_shuffle_epoch(self.data, epoch)
         self.started = time.time()
         self.sessions.append({"first_epoch": len(self.rows) + 1, "epochs": 0, "seconds": 0.0})
 
@@ -222,14 +226,19 @@ class ResumableRun(keras.callbacks.Callback):
 
 
 def run_callbacks(
-    run_dir: Path, timer: EpochTimes, ema: bool = False, patience: int | None = None
+    run_dir: Path,
+    timer: EpochTimes,
+    ema: bool = False,
+    patience: int | None = None,
+    train: Any = None,
 ) -> list[keras.callbacks.Callback]:
-    """Resumable backups with the per-epoch CSV (stopping early with
-    ``patience``), TensorBoard logs and ``timer``; with ``ema`` (an optimizer
-    averaging the weights), validation runs on the averaged weights."""
+    """Resumable backups of training on ``train`` with the per-epoch CSV
+    (stopping early with ``patience``), TensorBoard logs and ``timer``; with
+    ``ema`` (an optimizer averaging the weights), validation runs on the
+    averaged weights."""
     callbacks = [
         timer,  # first: its `seconds` enter the logs the others record
-        ResumableRun(run_dir, timer, patience),
+        ResumableRun(run_dir, timer, patience, data=train),
         keras.callbacks.TensorBoard(str(run_dir / "logs"), write_graph=False),
     ]
     return [keras.callbacks.SwapEMAWeights(), *callbacks] if ema else callbacks
@@ -257,7 +266,10 @@ def fit_run(
     ``parameters`` (trainable), ``sessions`` (`ResumableRun`) and, with
     ``patience``, ``best_epoch`` (the epoch whose weights the model keeps)."""
     timer = EpochTimes()
-    callbacks = [*callbacks, *run_callbacks(run_dir, timer, ema=ema, patience=patience)]
+    callbacks = [
+        *callbacks,
+        *run_callbacks(run_dir, timer, ema=ema, patience=patience, train=train),
+    ]
     model.fit(
         train,
         validation_data=validation_data,
