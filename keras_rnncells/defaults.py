@@ -77,6 +77,8 @@ class Settings:
     max_length: int | None = None  # text tasks: tokens kept per text (None: the task's default)
     seed: int = 0
     limit: int | None = None
+    # generated tasks: training examples to generate (None: the task's own number)
+    train_size: int | None = None
     # None: train all the epochs; else stop after this many epochs without a
     # new lowest validation loss, keeping the best epoch's weights
     patience: int | None = None
@@ -115,12 +117,22 @@ class TaskDefaults:
     flags: tuple[Flag, ...] = ()
 
 
-# The flags some tasks read: the logic task's formulas, the text
-# classification tasks' lengths, the language models' output layer and states.
+# The flags some tasks read: the generated tasks' training size, the logic
+# task's formulas, the text classification tasks' lengths, the language
+# models' output layer and states.
 SHAPE = Flag(
     "shape",
     "logic: formulas as chains (default, the MuFuRU paper's) or random binary trees",
     choices=("chain", "tree"),
+)
+GENERATED_FLAGS = (
+    Flag(
+        "train_size",
+        "adding, logic, anbn, anbncn: generate N training examples (default: adding 10000, "
+        "logic 1000, anbn and anbncn 2000; --limit caps it)",
+        positive_int,
+        metavar="N",
+    ),
 )
 TEXT_CLASSIFICATION_FLAGS = (
     Flag(
@@ -180,23 +192,26 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
         "MGU paper (Zhou et al. 2016), adding problem: bidirectional, 100 hidden units; "
         f"optimizer, learning rate, batch and epochs: {OURS}",
         "adding problem, T 50-55: regress the sum of two marked values (MSE)",
+        flags=GENERATED_FLAGS,
     ),
     "logic": TaskDefaults(
         Settings(units=8, embedding_dim=8, epochs=30, batch_size=32, learning_rate=1e-2),
         "MuFuRU paper (Weissenborn & Rocktäschel 2016) §4.1: 8 hidden units; embedding "
         f"size, optimizer, learning rate, batch and epochs: {OURS}",
         "truth value of propositional formulas in postfix order (MuFuRU paper §4.1)",
-        flags=(SHAPE,),
+        flags=(*GENERATED_FLAGS, SHAPE),
     ),
     "anbn": TaskDefaults(
         Settings(units=16, embedding_dim=4, epochs=20, learning_rate=1e-2),
         OURS,
         "recognize a^n b^n against near misses; longer n at test",
+        flags=GENERATED_FLAGS,
     ),
     "anbncn": TaskDefaults(
         Settings(units=16, embedding_dim=4, epochs=20, learning_rate=1e-2),
         OURS,
         "recognize a^n b^n c^n against near misses; longer n at test",
+        flags=GENERATED_FLAGS,
     ),
     "mnist_rows": TaskDefaults(
         Settings(units=100, epochs=20, batch_size=100),

@@ -144,7 +144,13 @@ def task_settings(task: str, **overrides: Any) -> Settings:
             f"Argument `max_length` applies to the text classification tasks, not to {task!r}, "
             f"received: {settings.max_length!r}"
         )
-    for name in ("limit", "patience", "max_length"):
+    if settings.train_size is not None and "train_size" not in task_options(task):
+        generated = [name for name in TASK_DEFAULTS if "train_size" in task_options(name)]
+        raise ValueError(
+            f"Argument `train_size` applies to the generated tasks {tuple(generated)}, not to "
+            f"{task!r}, received: {settings.train_size!r}"
+        )
+    for name in ("limit", "train_size", "patience", "max_length"):
         if getattr(settings, name) is not None:
             check_positive_int(name, getattr(settings, name))
     check_choice("optimizer", settings.optimizer, OPTIMIZERS)
@@ -528,6 +534,7 @@ def train_task(
     self_normalization: float | None = None,
     unigram_bias: bool | None = None,
     stateful: bool | None = None,
+    train_size: int | None = None,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
     the test split, write the run directory (see the module); returns the
@@ -545,6 +552,7 @@ def train_task(
         batch_size=batch_size,
         seed=seed,
         limit=limit,
+        train_size=train_size,
         layers=layers,
         dropout=dropout,
         word_dropout=word_dropout,
@@ -580,6 +588,16 @@ def train_task(
         )
 
 
+def generated_sizes(task_name: str, settings: Settings) -> dict[str, int]:
+    """The size options a run loads its task with: every split capped at
+    ``limit`` (`size_options`) and, for a generated task, ``train_size``
+    training examples (capped too)."""
+    sizes = size_options(task_name, settings.limit)
+    if settings.train_size is not None:
+        sizes["train_size"] = min(settings.train_size, settings.limit or settings.train_size)
+    return sizes
+
+
 class TaskData(NamedTuple):
     """The data of a task run: the ``task`` and ``build``, `build_model`
     for it with the run's settings (taking ``stateful`` and ``batch_size``)."""
@@ -594,7 +612,7 @@ def task_data(task_name: str, settings: Settings, strategy: tf.distribute.Strate
         task_name,
         batch_size=settings.batch_size,
         seed=settings.seed,
-        **size_options(task_name, settings.limit),
+        **generated_sizes(task_name, settings),
         **({"shape": settings.shape} if "shape" in task_options(task_name) else {}),
         **({"max_length": settings.max_length} if settings.max_length is not None else {}),
     )

@@ -74,7 +74,20 @@ def test_a_flag_declared_twice_must_be_declared_alike():
         ("stateful", "the ptb task and the imdb_lm task"),
         ("tokenizer", "the sentiment app and the seq2seq app"),
         ("copy", "the seq2seq app"),
+        ("train_size", "the adding task and the logic task and the anbn task and the anbncn task"),
     ],
 )
 def test_a_refusal_names_who_reads_the_flag(flag, expected):
     assert readers(next(f for f in every_train_flag() if f.name == flag)) == expected
+
+
+def test_the_train_size_help_gives_the_generated_tasks_default_sizes():
+    from keras_rnncells.data import task_options
+
+    generated = [name for name in TASK_DEFAULTS if "train_size" in task_options(name)]
+    sizes = {name: task_options(name)["train_size"] for name in generated}
+    assert sizes["anbn"] == sizes["anbncn"]
+    (flag,) = [flag for flag in train_flags("logic") if flag.name == "train_size"]
+    expected = f"adding {sizes['adding']}, logic {sizes['logic']}, anbn and anbncn {sizes['anbn']}"
+    assert expected in flag.help
+    assert generated == [name for name in TASK_DEFAULTS if flag in train_flags(name)]
