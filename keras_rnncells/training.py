@@ -1,4 +1,10 @@
-"""What every ``rnncells train`` run shares: its directory, callbacks and results.
+"""What every ``rnncells train`` run shares: its sequence, directory, callbacks and results.
+
+`train_run` is the sequence of every run (the applications' and the data
+tasks'): hold the run directory, seed, load the data, build the compiled
+model, fit it, evaluate it, write the model and ``results.json``; each
+trainer gives its own steps as hooks (``data``, ``build`` returning a `Fit`,
+``evaluate`` returning an `Evaluation`).
 
 A run directory holds ``model.keras`` (the trained model), ``results.json``
 (held-out metrics, wall time, parameters, seconds per epoch, settings),
