@@ -588,7 +588,7 @@ def train_task(
         )
 
 
-def generated_sizes(task_name: str, settings: Settings) -> dict[str, int]:
+def task_sizes(task_name: str, settings: Settings) -> dict[str, int]:
     """The size options a run loads its task with: every split capped at
     ``limit`` (`size_options`) and, for a generated task, ``train_size``
     training examples (capped too)."""
@@ -612,7 +612,7 @@ def task_data(task_name: str, settings: Settings, strategy: tf.distribute.Strate
         task_name,
         batch_size=settings.batch_size,
         seed=settings.seed,
-        **generated_sizes(task_name, settings),
+        **task_sizes(task_name, settings),
         **({"shape": settings.shape} if "shape" in task_options(task_name) else {}),
         **({"max_length": settings.max_length} if settings.max_length is not None else {}),
     )
