@@ -9,14 +9,16 @@ names the flags of the settings a resumed run changed, and hands each trainer
 the settings its flags gave (`given_settings`).
 
 The value types of the flags (argparse ``type`` functions: `integer`,
-`rate`, `penalty_weight`, `positive_float`, `positive_int`, `cell_names`)
-and the flags every trainer reads (`RUN_FLAGS`) are here too.
+`rate`, `penalty_weight`, `positive_float` and `positive_int`, made by
+`value_type`, and `cell_names`) and the flags every trainer reads
+(`RUN_FLAGS`) are here too.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -88,56 +90,31 @@ def given_settings(args: argparse.Namespace, flags: Iterable[Flag]) -> dict[str,
 
 
 # -- value types ----------------------------------------------------------------------
-def integer(text: str) -> int:
-    """An argparse type: an integer, or an error that says so."""
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, received {text!r}") from None
+def value_type(
+    convert: Callable[[str], Any], accepts: Callable[[Any], bool], expected: str
+) -> Callable[[str], Any]:
+    """An argparse type: ``convert(text)`` where that value ``accepts``, else
+    the error "expected ``expected``, received 'text'"."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not accepts(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, received {text!r}")
+        return value
+
+    parse.__doc__ = f"An argparse type: {expected}."
+    return parse
 
 
-def rate(text: str) -> float:
-    """An argparse type: a probability in [0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a rate in [0, 1), received {text!r}")
-    return value
-
-
-def penalty_weight(text: str) -> float:
-    """An argparse type: a penalty's β, a float >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0.0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a float >= 0, received {text!r}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """An argparse type: a finite float > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0.0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, received {text!r}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: an integer > 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, received {text!r}")
-    return value
+integer = value_type(int, lambda value: True, "an integer")
+rate = value_type(float, lambda value: 0.0 <= value < 1.0, "a rate in [0, 1)")
+# a penalty's β
+penalty_weight = value_type(float, lambda value: 0.0 <= value < math.inf, "a float >= 0")
+positive_float = value_type(float, lambda value: 0.0 < value < math.inf, "a positive number")
+positive_int = value_type(int, lambda value: value > 0, "a positive integer")
 
 
 def cell_name(text: str) -> str:

@@ -9,25 +9,19 @@ from pathlib import Path
 
 from keras_rnncells.cli_runtime import fail
 from keras_rnncells.defaults import TREE_MODELS
-from keras_rnncells.flags import BATCH_SIZE, EPOCHS, LIMIT, SEED, cell_name
+from keras_rnncells.flags import BATCH_SIZE, EPOCHS, LIMIT, SEED, cell_name, value_type
 
 # The largest version number (keras_rnncells.export.saved_model.MAX_VERSION, not
 # imported here: that module needs TensorFlow): TF Serving reads versions as int64.
 MAX_VERSION = 2**63 - 1
 
 
-def version_number(text: str) -> int:
-    """An argparse type: an export's version, 1 to `MAX_VERSION`."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_VERSION:
-        raise argparse.ArgumentTypeError(
-            "expected a positive integer of at most 2**63 - 1 (TF Serving reads versions "
-            f"as int64), received {text!r}"
-        )
-    return value
+# An argparse type: an export's version, 1 to `MAX_VERSION`.
+version_number = value_type(
+    int,
+    lambda value: 1 <= value <= MAX_VERSION,
+    "a positive integer of at most 2**63 - 1 (TF Serving reads versions as int64)",
+)
 
 
 def comma_list(item: Callable[[str], object]) -> Callable[[str], list]:
