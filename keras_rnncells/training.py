@@ -1,4 +1,10 @@
-"""What every ``rnncells train`` run shares: its directory, callbacks and results.
+"""What every ``rnncells train`` run shares: its sequence, directory, callbacks and results.
+
+`train_run` is the sequence of every run (the applications' and the data
+tasks'): hold the run directory, seed, load the data, build the compiled
+model, fit it, evaluate it, write the model and ``results.json``; each
+trainer gives its own steps as hooks (``data``, ``build`` returning a `Fit`,
+``evaluate`` returning an `Evaluation`).
 
 A run directory holds ``model.keras`` (the trained model), ``results.json``
 (held-out metrics, wall time, parameters, seconds per epoch, settings),
@@ -37,7 +43,7 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -301,14 +307,6 @@ def parameter_count(model: keras.Model) -> int:
     return int(sum(keras.ops.size(w) for w in model.trainable_weights))
 
 
-def settings_from_arguments(cls: type, args: Any, **extra: Any) -> Any:
-    """The ``cls`` settings of ``rnncells train`` arguments and ``extra``
-    fields; a value of None keeps the field's default."""
-    given = {key: getattr(args, key) for key in ("cell", "units", "epochs", "batch_size", "seed")}
-    given.update(train_size=args.limit, **extra)
-    return cls(**{key: value for key, value in given.items() if value is not None})
-
-
 # -- holding a run directory ----------------------------------------------------------
 class ChangedSettings(ValueError):
     """A run directory's backup was made by a run of other settings:
@@ -404,3 +402,86 @@ def run_directory(
             if not (backup / STATE).exists():  # nothing to resume: no record left
                 shutil.rmtree(backup, ignore_errors=True)
             raise
+
+
+# -- the sequence of a run -------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Fit:
+    """What a run trains, as its ``build`` hook gives it to `train_run`: the
+    compiled ``model``, the ``train`` dataset (shuffling itself by ``(seed,
+    epoch)``) and the ``validation`` one, the ``epochs`` (None: the
+    settings'), more ``callbacks``, ``ema`` and ``patience`` (see `fit_run`)
+    and ``record``, entries of ``results.json`` that follow the training's
+    own (a pre-training's record, the recurrent layers' size)."""
+
+    model: keras.Model
+    train: Any
+    validation: Any = None
+    epochs: int | None = None
+    callbacks: tuple[keras.callbacks.Callback, ...] = ()
+    ema: bool = False
+    patience: int | None = None
+    record: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """What a run's ``evaluate`` hook gives `train_run`: the ``results``
+    that open ``results.json`` (what was trained, the held-out metrics),
+    the ``details`` that close it (samples, the command, figures) and the
+    ``model`` saved as ``model.keras`` (None: the model trained)."""
+
+    results: Mapping[str, Any]
+    details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    model: keras.Model | None = None
+
+
+def train_run(
+    run_dir: str | os.PathLike,
+    settings: Any,
+    *,
+    data: Callable[[], Any],
+    build: Callable[[Any, Path], Fit],
+    evaluate: Callable[[keras.Model, Any, Path], Evaluation],
+    overwrite: bool = False,
+    verbose: int | str = "auto",
+) -> dict[str, Any]:
+    """The sequence of every ``rnncells train`` run, its own steps given as hooks:
+
+    1. hold ``run_dir`` for a run of ``settings`` (`run_directory`: one run
+       at a time, resumed only with the same settings, or ``overwrite``);
+    2. seed Keras' random state with ``settings.seed``;
+    3. ``data()``: the run's data;
+    4. ``build(data, run_dir)``: the compiled model and what it trains on (`Fit`);
+    5. train it (`fit_run`: resumable backups, ``history.csv``, logs);
+    6. ``evaluate(model, data, run_dir)``: the results (`Evaluation`);
+    7. write ``model.keras`` and ``results.json`` (`finish_run`): the
+       evaluation's results, the training's record and the fit's, the
+       settings, the evaluation's details.
+
+    Returns the results."""
+    with run_directory(run_dir, settings, overwrite) as run_dir:
+        keras.utils.set_random_seed(settings.seed)
+        loaded = data()
+        fit = build(loaded, run_dir)
+        training = fit_run(
+            fit.model,
+            fit.train,
+            run_dir,
+            settings.epochs if fit.epochs is None else fit.epochs,
+            validation_data=fit.validation,
+            verbose=verbose,
+            ema=fit.ema,
+            patience=fit.patience,
+            callbacks=list(fit.callbacks),
+        )
+        evaluation = evaluate(fit.model, loaded, run_dir)
+        results = {
+            **evaluation.results,
+            **training,
+            **fit.record,
+            "settings": dataclasses.asdict(settings),
+            **evaluation.details,
+        }
+        saved = fit.model if evaluation.model is None else evaluation.model
+        return finish_run(run_dir, saved, results)

@@ -45,7 +45,9 @@ ALLOWED: dict[str, set[str] | str] = {
     "checks": set(),
     "files": set(),
     "locks": set(),
-    "defaults": set(),
+    # the flags' value types; the cell type imports the cells when it parses
+    "flags": {"cells", "cli_runtime"},
+    "defaults": {"flags"},
     "regularizers": {"checks"},
     "metrics": set(),
     "softmax": {"checks", "defaults"},
