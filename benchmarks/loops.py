@@ -17,8 +17,8 @@ with ``LOOP_MIN_ROWS`` set above the batch size for that layer's tracing; the
 rule's loops with the shipped value. The forward pass is also traced with
 ``fused.PORTABLE_UNROLL`` set to 1 (one step an iteration of the portable
 loop, as before the unrolling) beside the shipped value, and with the
-recurrent products in column blocks in every loop (``fused.ColumnBlocks``,
-which the rule keeps for a loop that runs alone, where ``fused.blocks_pay``
+recurrent products in column blocks in every loop (``portable_loop.ColumnBlocks``,
+which the rule keeps for a loop that runs alone, where ``portable_loop.blocks_pay``
 finds them faster on the host; here taken whatever it finds). Within each batch
 size, ``--repeats`` round-robin rounds call every function once; the table
 shows the medians.
@@ -44,7 +44,7 @@ import tensorflow as tf
 
 import keras_rnncells
 from benchmarks.speed import int_list, layer_functions, output_path, save_json, time_call
-from keras_rnncells.layers import fused, rnn
+from keras_rnncells.layers import fused, portable_loop, rnn
 
 OURS = {"GRU": keras_rnncells.GRU, "LSTM": keras_rnncells.LSTM, "MGU": keras_rnncells.MGU}
 REFERENCE = {"GRU": "GRU", "LSTM": "LSTM", "MGU": "GRU"}  # Keras' layer each is compared with
@@ -77,12 +77,17 @@ def traced(
     with a least row count per loop above the batch size; not ``unrolled``
     or ``blocked``: the forward alone, traced with one step an iteration of
     the portable loop, or with column blocks in each of its loops."""
-    shipped = rnn.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL, rnn.fused_recurrence, fused.blocks_pay
+    shipped = (
+        rnn.LOOP_MIN_ROWS,
+        fused.PORTABLE_UNROLL,
+        rnn.fused_recurrence,
+        portable_loop.blocks_pay,
+    )
     rnn.LOOP_MIN_ROWS = x.shape[0] + 1 if one_loop else shipped[0]
     fused.PORTABLE_UNROLL = shipped[1] if unrolled else 1
     if blocked:
         rnn.fused_recurrence = functools.partial(blocked_recurrence, shipped[2])
-        fused.blocks_pay = always_blocks
+        portable_loop.blocks_pay = always_blocks
     try:
         layer = make()
         layer.build(x.shape)
@@ -93,7 +98,12 @@ def traced(
             for _ in range(2):
                 function(x).numpy()
     finally:
-        rnn.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL, rnn.fused_recurrence, fused.blocks_pay = shipped
+        (
+            rnn.LOOP_MIN_ROWS,
+            fused.PORTABLE_UNROLL,
+            rnn.fused_recurrence,
+            portable_loop.blocks_pay,
+        ) = shipped
     return functions
 
 
@@ -103,7 +113,7 @@ def blocked_recurrence(recurrence: Callable, *args, **kwargs):
 
 
 def always_blocks(depth: int, widths: tuple[int, ...]) -> bool:
-    """``fused.blocks_pay`` answering yes, whatever this host's timing."""
+    """``portable_loop.blocks_pay`` answering yes, whatever this host's timing."""
     return True
 
 

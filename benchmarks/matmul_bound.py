@@ -44,7 +44,8 @@ import tensorflow as tf
 
 import keras_rnncells
 from benchmarks.speed import MGU_FWD_VS_GRU, layer_functions, round_robin
-from keras_rnncells.layers.fused import BLOCK_ROWS, PORTABLE_UNROLL, column_blocks, row_counts
+from keras_rnncells.layers.fused import row_counts
+from keras_rnncells.layers.portable_loop import BLOCK_ROWS, PORTABLE_UNROLL, column_blocks
 from keras_rnncells.layers.rnn import loop_count
 
 # The recurrent products of one step, in order: each takes the previous one's

@@ -35,8 +35,9 @@ class StepContext(NamedTuple):
     * ``recorder``: ``None``, or the fused path's recorder of recurrent
       products: every ``recurrent_matmul`` is then
       ``recorder(h, read_kernel, columns)``, where ``read_kernel()`` reads
-      those columns of the (masked) kernel (`keras_rnncells.layers.fused`'s
-      ``MatmulRecorder`` saves and replays them in its gradient).
+      those columns of the (masked) kernel
+      (`keras_rnncells.layers.recorder.MatmulRecorder` saves and replays
+      them in the fused path's gradient).
 
     Recurrent batch normalization (``batch_norm=True``,
     `keras_rnncells.cells.batch_norm`) reads three more:

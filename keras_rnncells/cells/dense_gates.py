@@ -287,7 +287,7 @@ class DenseGatesCell(RecurrentBatchNorm, AbstractRNNCell):
         recurrent term: ``W x + b + U h``. Multiplicative integration
         (cells/mi.py) overrides it. ``projected`` is None where the portable
         loop has already added the block to the recurrent term
-        (`fused.joined_inputs`)."""
+        (`portable_loop.joined_inputs`)."""
         return recurrent if projected is None else projected + recurrent
 
     def get_config(self) -> dict:

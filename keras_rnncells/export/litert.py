@@ -25,7 +25,7 @@ loop, for tf2onnx) collects a sequence's outputs lowers to builtin ops only
 where its element shape is static, which a batch known at run time is not:
 Keras' own ``GRU`` and ``LSTM`` need the Flex ops that the LiteRT interpreter
 lacks. Our layers run their portable loop with its outputs in one tensor
-written step by step (`keras_rnncells.layers.fused.scattered_outputs`), so
+written step by step (`keras_rnncells.layers.portable_loop.scattered_outputs`), so
 every registered cell converts to builtin ops and one file serves any batch
 and any length (the interpreter resizes its inputs).
 
@@ -81,7 +81,7 @@ from keras_rnncells.export.streaming import (
     step_form,
 )
 from keras_rnncells.export.tokenizer_files import tokenizer_manifest
-from keras_rnncells.layers.fused import scattered_outputs
+from keras_rnncells.layers.portable_loop import scattered_outputs
 from keras_rnncells.layers.rnn import RNN, in_fed_loop, loop_override, portable
 
 MODEL_FILE = "model.tflite"

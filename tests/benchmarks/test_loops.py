@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from keras_rnncells.layers.fused import PORTABLE_UNROLL
+from keras_rnncells.layers.portable_loop import PORTABLE_UNROLL
 
 pytestmark = pytest.mark.slow  # run by `pytest -m slow` (.ci/run), not by default
 

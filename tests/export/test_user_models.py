@@ -462,8 +462,8 @@ def test_keras_own_exports_answer_empty_batches_and_sequences(
     leaves ONNX's ``Reshape`` reading a 0 as "copy the input's size": a 0 row
     batch once failed in onnxruntime, and 0 rows in 0 steps came back as 4 rows.
     At 128 units the GRU's and LSTM's products of few rows run in column blocks,
-    picked in each step by a ``tf.cond`` on the batch size (`fused.ColumnBlocks`)."""
-    from keras_rnncells.layers import fused
+    picked in each step by a ``tf.cond`` on the batch size (`portable_loop.ColumnBlocks`)."""
+    from keras_rnncells.layers import portable_loop as fused
 
     units = 128
     keras.utils.set_random_seed(3)

@@ -360,7 +360,7 @@ def test_the_portable_loop_at_lengths_around_its_unrolling(sequences, mask, rng,
     ``go_backwards`` and initial states, its outputs, states and TensorFlow's
     gradients of them equal the generic path's. A graph that knows the length
     holds no loop that would run no iteration."""
-    from keras_rnncells.layers.fused import PORTABLE_UNROLL as k
+    from keras_rnncells.layers.portable_loop import PORTABLE_UNROLL as k
 
     kwargs = {"go_backwards": True, "return_sequences": True, "return_state": True}
     lengths = sorted({1, k - 1, k, k + 1, 2 * k, 2 * k + 1})
@@ -408,13 +408,13 @@ def test_the_portable_loop_adds_joined_inputs_to_a_product_at_once(
     through ``combine`` (LSTM: all four; GRU: z and r; not MI-LSTM, whose
     ``combine`` takes a scale and an offset a block), a step of the portable
     loop gathers them as one tensor and adds it to the product at once
-    (`fused.joined_inputs`): a step reads ``gathers`` tensors and the mask,
+    (`portable_loop.joined_inputs`): a step reads ``gathers`` tensors and the mask,
     each gathered once an iteration of `fused.PORTABLE_UNROLL` steps. The
-    joined blocks are one input product (`fused.joined_product`): the
+    joined blocks are one input product (`portable_loop.joined_product`): the
     forward graph runs ``projections`` input matmuls (MI-LSTM's projection is
     one product of its own). The numbers and
     TensorFlow's gradients equal the generic path's."""
-    from keras_rnncells.layers.fused import PORTABLE_UNROLL as k
+    from keras_rnncells.layers.portable_loop import PORTABLE_UNROLL as k
 
     kwargs = {"go_backwards": True, "return_sequences": True, "return_state": True}
     features = rng.normal(size=(len(sequences), 2 * k, FEATURES)).astype("float32")
@@ -450,7 +450,7 @@ def test_the_portable_loop_copies_blocks_it_cannot_join_as_one_product(sequences
     """Blocks that are not `affine_blocks` products (here a split of one
     product) are joined by a copy (`fused.side_by_side`): a step still reads
     one tensor, and the numbers equal the generic path's."""
-    from keras_rnncells.layers.fused import PORTABLE_UNROLL as k
+    from keras_rnncells.layers.portable_loop import PORTABLE_UNROLL as k
 
     features = rng.normal(size=(len(sequences), 2 * k, FEATURES)).astype("float32")
     fused, generic = (
@@ -699,20 +699,20 @@ def test_no_step_of_the_portable_loop_reads_a_variable():
     ],
 )
 def test_products_of_few_rows_run_in_column_blocks(name, blocks, rng, helpers, monkeypatch):
-    """The portable loop runs a recurrent product of at most `fused.BLOCK_ROWS`
-    rows in column blocks (`fused.column_blocks`): at 128 units the GRU's in 3,
+    """The portable loop runs a recurrent product of at most `portable_loop.BLOCK_ROWS`
+    rows in column blocks (`portable_loop.column_blocks`): at 128 units the GRU's in 3,
     the LSTM's in 4, ``MGU(reset_after=True)``'s in 2; past that many rows, one
     product; for a batch known only at run time, a ``tf.cond`` picks. Its
     outputs and states equal the generic path's past one unrolled iteration,
     and where the batch is known, with initial states, so do TensorFlow's
     gradients (in float64: float32 sums of 128 terms differ by the order of
     the summands). One loop over the rows, whatever the cores; blocks that
-    pay on this host (`fused.blocks_pay`, here made to say so)."""
-    from keras_rnncells.layers import fused as fused_loop
-    from keras_rnncells.layers.fused import BLOCK_ROWS
+    pay on this host (`portable_loop.blocks_pay`, here made to say so)."""
+    from keras_rnncells.layers import portable_loop
+    from keras_rnncells.layers.portable_loop import BLOCK_ROWS
 
     cpu_host(monkeypatch, 1)
-    monkeypatch.setattr(fused_loop, "blocks_pay", lambda depth, widths: True)
+    monkeypatch.setattr(portable_loop, "blocks_pay", lambda depth, widths: True)
     options = {"reset_after": True} if name == "mgu" else {}
     kwargs = {"return_sequences": True, "return_state": True, "dtype": "float64"}
     fused, generic = (
@@ -756,13 +756,13 @@ def test_products_of_few_rows_run_in_column_blocks(name, blocks, rng, helpers, m
 
 
 def test_blocks_that_do_not_pay_are_not_taken(monkeypatch):
-    """Where `fused.blocks_pay` finds the column blocks slower on this host,
+    """Where `portable_loop.blocks_pay` finds the column blocks slower on this host,
     a loop that runs alone makes each recurrent product whole, with no
     ``tf.cond`` for a batch known only at run time."""
-    from keras_rnncells.layers import fused
+    from keras_rnncells.layers import portable_loop
 
     cpu_host(monkeypatch, 1)
-    monkeypatch.setattr(fused, "blocks_pay", lambda depth, widths: False)
+    monkeypatch.setattr(portable_loop, "blocks_pay", lambda depth, widths: False)
     layer = krc.GRU(128, return_sequences=True)
     layer.build((None, None, FEATURES))
     spec = [tf.TensorSpec((None, 9, FEATURES))]
@@ -775,9 +775,9 @@ def test_blocks_that_do_not_pay_are_not_taken(monkeypatch):
 
 
 def test_blocks_pay_is_timed_once_out_of_the_graph():
-    """`fused.blocks_pay` times the two forms eagerly, also while a graph is
+    """`portable_loop.blocks_pay` times the two forms eagerly, also while a graph is
     traced, once per shape and process, and leaves the random state alone."""
-    from keras_rnncells.layers.fused import blocks_pay
+    from keras_rnncells.layers.portable_loop import blocks_pay
 
     widths = (24, 24, 16)  # a shape no other test times
     keras.utils.set_random_seed(3)
@@ -797,10 +797,10 @@ def test_loops_per_core_run_whole_products(monkeypatch):
     loop runs its recurrent product whole, however few its rows: the column
     blocks are for a loop that runs alone. Our GRU at 128 units would run its
     product of 4 rows in 3 blocks where they pay."""
-    from keras_rnncells.layers import fused
+    from keras_rnncells.layers import portable_loop
 
     cpu_host(monkeypatch, 2)
-    monkeypatch.setattr(fused, "blocks_pay", lambda depth, widths: True)
+    monkeypatch.setattr(portable_loop, "blocks_pay", lambda depth, widths: True)
     layer = krc.GRU(128, return_sequences=True)
     x = tf.zeros((8, 41, FEATURES))
     layer.build(x.shape)
