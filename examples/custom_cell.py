@@ -33,10 +33,10 @@ class CoupledCell(keras_rnncells.GatedCell):
 
     blocks = ("u", "c")  # column blocks of kernel, recurrent_kernel and bias
 
-    def step(self, projected, states, training=False):
+    def step(self, projected, states, context):  # context: training, masks, recorder
         x_u, x_c = projected  # W x + b for every time step, computed once
         h = states[0]
-        u_u, u_c = keras.ops.split(self.recurrent_matmul(h), 2, axis=-1)
+        u_u, u_c = keras.ops.split(self.recurrent_matmul(h, context), 2, axis=-1)
         u = self.recurrent_activation(x_u + u_u)
         candidate = self.activation(x_c + u_c)
         h = u * h + (1.0 - u) * candidate

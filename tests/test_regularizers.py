@@ -126,8 +126,9 @@ def test_zoneout_fused_gradient_replays_the_noise(rng, helpers):
     with tf.GradientTape() as tape:
         projected = cell.step_inputs(tf.transpose(x, (1, 0, 2)), training=True)
         states, expected = cell.get_initial_state(2), []
+        context = krc.StepContext(training=True)
         for t in range(x.shape[1]):
-            h, states = cell.step(tuple(p[t] for p in projected), states, training=True)
+            h, states = cell.advance(tuple(p[t] for p in projected), states, context)
             expected.append(h)
         expected = [tf.stack(expected, axis=1)]
         loss = helpers.linear_loss(expected)

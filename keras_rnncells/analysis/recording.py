@@ -4,7 +4,7 @@ A gate is an output of a cell's ``recurrent_activation`` (cells derived from
 `keras_rnncells.cells.GatedCell`: GRU z, r; LSTM i, f, o; MGU f; ...). The
 cells are not changed to be read: `recorded_recurrences` runs every
 `keras_rnncells.RNN` layer of a forward pass through its own loop
-(`keras_rnncells.layers.loop_override`), which calls the cell's ``step`` with
+(`keras_rnncells.layers.loop_override`), which runs the cell's steps with
 ``recurrent_activation`` wrapped by a recorder for the duration of the trace,
 and returns what the layer's own loop returns (Keras' masking semantics:
 masked steps keep the states and carry the output, or give zeros with
@@ -31,7 +31,9 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_rnncells.cells.base import AbstractRNNCell, GatedCell
+from keras_rnncells.cells.base import AbstractRNNCell
+from keras_rnncells.cells.context import StepContext
+from keras_rnncells.cells.dense_gates import GatedCell
 from keras_rnncells.layers.rnn import RNN, loop_override
 
 __all__ = [
@@ -99,7 +101,7 @@ def probe(cell: Any) -> tuple[list[str], int]:
         for leaf in leaves:
             tape.watch(leaf)
         with recorded_gates(cell, calls):
-            cell.step(projected, states, False)
+            cell.advance(projected, states, StepContext())
         chunks = [
             preactivation[:, start : start + units]
             for preactivation, _ in calls
@@ -218,7 +220,7 @@ class RecordingLoop:
                 calls: list = []
                 step_input = tf.nest.map_structure(lambda p: p[t], projected)
                 with recorded_gates(cell, calls):
-                    output, new_states = cell.step(step_input, states, False)
+                    output, new_states = cell.advance(step_input, states, StepContext())
                 new_states = new_states if isinstance(new_states, (list, tuple)) else [new_states]
                 keep = valid[t][:, None]
                 written = tf.where(keep, output, tf.zeros_like(output) if zero_output else previous)

@@ -1,6 +1,8 @@
 """Recurrent cells, one module per family."""
 
-from keras_rnncells.cells.base import AbstractRNNCell, DenseGatesCell, GatedCell
+from keras_rnncells.cells.base import AbstractRNNCell
+from keras_rnncells.cells.context import RecurrentMasks, StepContext
+from keras_rnncells.cells.dense_gates import DenseGatesCell, GatedCell
 from keras_rnncells.cells.gru import GRUCell
 from keras_rnncells.cells.jordan import JordanRNNCell
 from keras_rnncells.cells.lstm import LSTMCell
@@ -46,10 +48,12 @@ __all__ = [
     "MuFuRUCell",
     "MultiplicativeIntegration",
     "PeepholeLSTMCell",
+    "RecurrentMasks",
     "SCRNCell",
     "SGUCell",
     "SLSTMCell",
     "SimpleRNNCell",
+    "StepContext",
     "get_cell",
     "list_cells",
     "register_cell",

@@ -8,7 +8,7 @@ from typing import Any
 
 from keras import ops
 
-from keras_rnncells.cells.base import GatedCell
+from keras_rnncells.cells.dense_gates import GatedCell
 from keras_rnncells.cells.registry import register_cell
 
 
@@ -77,12 +77,12 @@ class GRUCell(GatedCell):
             return self.bias
         return self.bias[0]
 
-    def step(self, projected, states, training=False):
+    def step(self, projected, states, context):
         x_z, x_r, x_h = projected
         h_prev = states[0]
-        h_in = self.drop_recurrent(h_prev, training)
+        h_in = self.drop_recurrent(h_prev, context)
         if self.reset_after:
-            inner = self.recurrent_matmul(h_in)
+            inner = self.recurrent_matmul(h_in, context)
             if self.bias is not None:
                 inner = inner + self.bias[1]
             u_z, u_r, u_h = ops.split(inner, 3, axis=-1)
@@ -90,11 +90,11 @@ class GRUCell(GatedCell):
             r = self.recurrent_activation(self.combine(x_r, u_r))
             h_tilde = self.activation(self.combine(x_h, r * u_h))
         else:
-            inner = self.recurrent_matmul(h_in, (0, 2 * self.units))
+            inner = self.recurrent_matmul(h_in, context, (0, 2 * self.units))
             u_z, u_r = ops.split(inner, 2, axis=-1)
             z = self.recurrent_activation(self.combine(x_z, u_z))
             r = self.recurrent_activation(self.combine(x_r, u_r))
-            u_h = self.recurrent_matmul(r * h_in, (2 * self.units, 3 * self.units))
+            u_h = self.recurrent_matmul(r * h_in, context, (2 * self.units, 3 * self.units))
             h_tilde = self.activation(self.combine(x_h, u_h))
         h = z * h_prev + (1.0 - z) * h_tilde
         return h, [h]

@@ -6,7 +6,7 @@ from typing import Any
 
 from keras import activations, ops
 
-from keras_rnncells.cells.base import DenseGatesCell
+from keras_rnncells.cells.dense_gates import DenseGatesCell
 from keras_rnncells.cells.registry import register_cell
 from keras_rnncells.checks import check_keras_object, check_positive_int
 
@@ -58,7 +58,7 @@ class JordanRNNCell(DenseGatesCell):
         )
 
     @property
-    def state_size(self) -> int:
+    def step_state_size(self) -> int:
         return self.output_units
 
     @property
@@ -77,10 +77,10 @@ class JordanRNNCell(DenseGatesCell):
         if self.use_bias:
             self.output_bias = self.add_weight_like("bias", "output_bias", (self.output_units,))
 
-    def step(self, projected, states, training=False):
+    def step(self, projected, states, context):
         (x_h,) = projected
-        y_prev = self.drop_recurrent(states[0], training)
-        h = self.activation(self.combine(x_h, self.recurrent_matmul(y_prev)))
+        y_prev = self.drop_recurrent(states[0], context)
+        h = self.activation(self.combine(x_h, self.recurrent_matmul(y_prev, context)))
         y = ops.matmul(h, self.output_kernel)
         if self.output_bias is not None:
             y = y + self.output_bias

@@ -6,7 +6,7 @@ from typing import Any
 
 from keras import ops
 
-from keras_rnncells.cells.base import GatedCell
+from keras_rnncells.cells.dense_gates import GatedCell
 from keras_rnncells.cells.gru import pop_legacy_implementation, tf_backend
 from keras_rnncells.cells.registry import register_cell
 
@@ -46,7 +46,7 @@ class LSTMCell(GatedCell):
         self.unit_forget_bias = bool(unit_forget_bias)
 
     @property
-    def state_size(self):
+    def step_state_size(self):
         return [self.units, self.units]
 
     def bias_init(self, shape, dtype=None):
@@ -61,16 +61,16 @@ class LSTMCell(GatedCell):
             ]
         )
 
-    def step(self, projected, states, training=False):
+    def step(self, projected, states, context):
         h_prev, c_prev = states[0], states[1]
-        inner = self.recurrent_matmul(self.drop_recurrent(h_prev, training))
+        inner = self.recurrent_matmul(self.drop_recurrent(h_prev, context), context)
         u_i, u_f, u_c, u_o = ops.split(inner, 4, axis=-1)
         x_i, x_f, x_c, x_o = projected
         i = self.recurrent_activation(self.combine(x_i, u_i))
         f = self.recurrent_activation(self.combine(x_f, u_f))
         o = self.recurrent_activation(self.combine(x_o, u_o))
         c = f * c_prev + i * self.activation(self.combine(x_c, u_c))
-        h = o * self.activation(self.normalize_cell_state(c))
+        h = o * self.activation(self.normalize_cell_state(c, context))
         return h, [h, c]
 
     def cudnn_loop(self, sequences, initial_state, mask, go_backwards, return_sequences):

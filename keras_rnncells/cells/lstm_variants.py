@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import keras
 from keras import constraints, initializers, ops, regularizers
 
-from keras_rnncells.cells.base import GatedCell
+from keras_rnncells.cells.dense_gates import GatedCell
 from keras_rnncells.cells.registry import register_cell
 from keras_rnncells.checks import set_keras_objects
 
@@ -107,7 +107,7 @@ class LSTMVariantCell(GatedCell):
         self.peephole_gates = tuple(g for g in self.blocks if g != "c") if self.peephole else ()
 
     @property
-    def state_size(self) -> list[int]:
+    def step_state_size(self) -> list[int]:
         return [self.units, self.units]
 
     def bias_init(self, shape, dtype=None):
@@ -133,9 +133,9 @@ class LSTMVariantCell(GatedCell):
                 constraint=self.peephole_constraint,
             )
 
-    def step(self, projected, states, training=False):
+    def step(self, projected, states, context):
         h_prev, c_prev = states[0], states[1]
-        inner = self.recurrent_matmul(self.drop_recurrent(h_prev, training))
+        inner = self.recurrent_matmul(self.drop_recurrent(h_prev, context), context)
         recurrent = ops.split(inner, len(self.blocks), axis=-1)
         pre = {b: self.combine(x, u) for b, x, u in zip(self.blocks, projected, recurrent)}
 
@@ -154,7 +154,7 @@ class LSTMVariantCell(GatedCell):
         candidate = self.activation(pre["c"])
         c = (c_prev if f is None else f * c_prev) + (candidate if i is None else i * candidate)
         o = gate("o", c)
-        squashed = self.activation(self.normalize_cell_state(c))
+        squashed = self.activation(self.normalize_cell_state(c, context))
         h = squashed if o is None else o * squashed
         return h, [h, c]
 

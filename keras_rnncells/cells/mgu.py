@@ -6,7 +6,7 @@ from typing import Any
 
 from keras import ops
 
-from keras_rnncells.cells.base import GatedCell
+from keras_rnncells.cells.dense_gates import GatedCell
 from keras_rnncells.cells.registry import register_cell
 
 
@@ -38,18 +38,18 @@ class MGUCell(GatedCell):
         super().__init__(units, **kwargs)
         self.reset_after = bool(reset_after)
 
-    def step(self, projected, states, training=False):
+    def step(self, projected, states, context):
         x_f, x_h = projected
         h_prev = states[0]
-        h_in = self.drop_recurrent(h_prev, training)
+        h_in = self.drop_recurrent(h_prev, context)
         if self.reset_after:
-            u_f, u_h = ops.split(self.recurrent_matmul(h_in), 2, axis=-1)
+            u_f, u_h = ops.split(self.recurrent_matmul(h_in, context), 2, axis=-1)
             f = self.recurrent_activation(x_f + u_f)
             h_tilde = self.activation(x_h + f * u_h)
         else:
-            u_f = self.recurrent_matmul(h_in, (0, self.units))
+            u_f = self.recurrent_matmul(h_in, context, (0, self.units))
             f = self.recurrent_activation(x_f + u_f)
-            u_h = self.recurrent_matmul(f * h_in, (self.units, 2 * self.units))
+            u_h = self.recurrent_matmul(f * h_in, context, (self.units, 2 * self.units))
             h_tilde = self.activation(x_h + u_h)
         h = h_prev + f * (h_tilde - h_prev)
         return h, [h]

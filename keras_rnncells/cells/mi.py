@@ -6,14 +6,14 @@ from typing import Any
 
 from keras import initializers, ops
 
-from keras_rnncells.cells.base import (
+from keras_rnncells.cells.dense_gates import (
     DenseGatesCell,
-    input_product,
     stepping_class,
     steps_through_combine,
 )
 from keras_rnncells.cells.gru import GRUCell
 from keras_rnncells.cells.lstm import LSTMCell
+from keras_rnncells.cells.projection import input_product
 from keras_rnncells.cells.registry import register_cell
 from keras_rnncells.cells.simple import SimpleRNNCell
 from keras_rnncells.checks import set_keras_objects

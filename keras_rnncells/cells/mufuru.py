@@ -9,7 +9,10 @@ from typing import Any
 
 from keras import ops
 
-from keras_rnncells.cells.base import GatedCell, Tensor, as_state_list, project_blocks
+from keras_rnncells.cells.base import as_state_list
+from keras_rnncells.cells.context import StepContext, Tensor
+from keras_rnncells.cells.dense_gates import GatedCell
+from keras_rnncells.cells.projection import project_blocks
 from keras_rnncells.cells.registry import register_cell
 from keras_rnncells.checks import check_positive_int
 
@@ -185,20 +188,20 @@ class MuFuRUCell(GatedCell):
         ``p`` blocks, or ``c`` with a controller)."""
         return project_blocks(inputs, self.kernel, self.bias, [self.units, 2 * self.units])
 
-    def step(self, projected, states, training=False):
-        h, _ = self.advance(projected, states[0], training)
+    def step(self, projected, states, context):
+        h, _ = self.mixed_step(projected, states[0], context)
         return h, [h]
 
-    def advance(self, projected: tuple, s: Tensor, training: bool = False) -> tuple:
+    def mixed_step(self, projected: tuple, s: Tensor, context: StepContext) -> tuple:
         """One step from state ``s``: ``(new_state, p)`` with ``p`` the
         operation weights, ``(batch, l, units)``."""
         x_r, x_v, x_s = projected
         units = self.units
-        s_in = self.drop_recurrent(s, training)
+        s_in = self.drop_recurrent(s, context)
         # r and the selector read s, v reads r ⊙ s: one recurrent matmul each.
-        gates = self.recurrent_matmul(s_in, ((0, units), (2 * units, self.width)))
+        gates = self.recurrent_matmul(s_in, context, ((0, units), (2 * units, self.width)))
         r = self.recurrent_activation(x_r + gates[:, :units])
-        v = self.activation(x_v + self.recurrent_matmul(r * s_in, (units, 2 * units)))
+        v = self.activation(x_v + self.recurrent_matmul(r * s_in, context, (units, 2 * units)))
         logits = x_s + gates[:, units:]
         if self.controller_units:
             logits = ops.matmul(ops.tanh(logits), self.operation_kernel)
@@ -257,7 +260,7 @@ class MuFuRUCell(GatedCell):
         def body(carry, elems):
             s, _ = carry
             *x, keep_t = elems
-            h, p = self.advance(tuple(x), s, training=False)
+            h, p = self.mixed_step(tuple(x), s, StepContext())
             keep_t = keep_t[:, None]
             carry = ops.where(keep_t, h, s), ops.where(keep_t[:, None], p, ops.zeros_like(p))
             return carry, carry

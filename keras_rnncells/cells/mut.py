@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 from keras import activations, ops
 
-from keras_rnncells.cells.base import GatedCell, Tensor, input_product
+from keras_rnncells.cells.context import StepContext, Tensor
+from keras_rnncells.cells.dense_gates import GatedCell
+from keras_rnncells.cells.projection import input_product
 from keras_rnncells.cells.registry import register_cell
 
 
@@ -79,18 +81,18 @@ class MutatedUnitCell(GatedCell):
         start = self.recurrent_blocks.index(block) * self.units
         return start, start + self.units
 
-    def gate_terms(self, h: Tensor) -> tuple:
+    def gate_terms(self, h: Tensor, context: StepContext) -> tuple:
         """The recurrent terms of the ``z`` and ``r`` pre-activations."""
         raise NotImplementedError
 
-    def step(self, projected, states, training=False):
+    def step(self, projected, states, context):
         x_z, x_r, x_h = projected
         h_prev = states[0]
-        h_in = self.drop_recurrent(h_prev, training)
-        u_z, u_r = self.gate_terms(h_in)
+        h_in = self.drop_recurrent(h_prev, context)
+        u_z, u_r = self.gate_terms(h_in, context)
         z = self.recurrent_activation(x_z + u_z)
         r = self.recurrent_activation(x_r + u_r)
-        h_tilde = self.activation(self.recurrent_matmul(r * h_in, self.columns("h")) + x_h)
+        h_tilde = self.activation(self.recurrent_matmul(r * h_in, context, self.columns("h")) + x_h)
         h = h_prev + z * (h_tilde - h_prev)
         return h, [h]
 
@@ -120,8 +122,8 @@ class MUT1Cell(MutatedUnitCell):
     recurrent_blocks = ("r", "h")
     raw_input = ("h", "tanh")
 
-    def gate_terms(self, h):
-        return 0.0, self.recurrent_matmul(h, self.columns("r"))
+    def gate_terms(self, h, context):
+        return 0.0, self.recurrent_matmul(h, context, self.columns("r"))
 
 
 @register_cell("mut2")
@@ -149,8 +151,8 @@ class MUT2Cell(MutatedUnitCell):
     recurrent_blocks = ("z", "r", "h")
     raw_input = ("r", "linear")
 
-    def gate_terms(self, h):
-        gates = self.recurrent_matmul(h, (0, 2 * self.units))
+    def gate_terms(self, h, context):
+        gates = self.recurrent_matmul(h, context, (0, 2 * self.units))
         return tuple(ops.split(gates, 2, axis=-1))
 
 
@@ -173,8 +175,8 @@ class MUT3Cell(MutatedUnitCell):
 
     citation = "Jozefowicz et al. 2015, An empirical exploration of recurrent network architectures"
 
-    def gate_terms(self, h):
+    def gate_terms(self, h, context):
         return (
-            self.recurrent_matmul(ops.tanh(h), self.columns("z")),
-            self.recurrent_matmul(h, self.columns("r")),
+            self.recurrent_matmul(ops.tanh(h), context, self.columns("z")),
+            self.recurrent_matmul(h, context, self.columns("r")),
         )

@@ -7,7 +7,8 @@ from typing import Any
 
 from keras import initializers, ops
 
-from keras_rnncells.cells.base import DenseGatesCell, input_product
+from keras_rnncells.cells.dense_gates import DenseGatesCell
+from keras_rnncells.cells.projection import input_product
 from keras_rnncells.cells.registry import register_cell
 from keras_rnncells.checks import check_positive_int
 
@@ -81,7 +82,7 @@ class SCRNCell(DenseGatesCell):
         self.alpha = check_alpha(alpha, self.learn_alpha)
 
     @property
-    def state_size(self) -> list[int]:
+    def step_state_size(self) -> list[int]:
         return [self.units, self.context_units]
 
     @property
@@ -120,12 +121,13 @@ class SCRNCell(DenseGatesCell):
             x_h = x_h + self.bias
         return x_h, (1.0 - self.decay()) * x_s
 
-    def step(self, projected, states, training=False):
+    def step(self, projected, states, context):
         x_h, x_s = projected
         h_prev, s_prev = states[0], states[1]
         s = x_s + self.decay() * s_prev
-        h_in = self.drop_recurrent(h_prev, training)
-        h = self.activation(x_h + self.recurrent_matmul(h_in) + ops.matmul(s, self.context_kernel))
+        h_in = self.drop_recurrent(h_prev, context)
+        recurrent = self.recurrent_matmul(h_in, context)
+        h = self.activation(x_h + recurrent + ops.matmul(s, self.context_kernel))
         return ops.concatenate([h, s], axis=-1), [h, s]
 
     def get_config(self):

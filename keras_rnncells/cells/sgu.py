@@ -6,7 +6,8 @@ from typing import Any
 
 from keras import activations
 
-from keras_rnncells.cells.base import GatedCell, Tensor
+from keras_rnncells.cells.context import StepContext, Tensor
+from keras_rnncells.cells.dense_gates import GatedCell
 from keras_rnncells.cells.registry import register_cell
 from keras_rnncells.checks import check_keras_object
 
@@ -54,18 +55,19 @@ class SGUCell(GatedCell):
             "output_activation", output_activation, activations.get
         )
 
-    def output_preactivation(self, gated: Tensor) -> Tensor:
+    def output_preactivation(self, gated: Tensor, context: StepContext) -> Tensor:
         """What ``σ2`` receives, given ``z_g ⊙ h_{t-1}``."""
         return gated
 
-    def step(self, projected, states, training=False):
+    def step(self, projected, states, context):
         x_g, x_z = projected
         h_prev = states[0]
-        h_in = self.drop_recurrent(h_prev, training)
+        h_in = self.drop_recurrent(h_prev, context)
         units = self.units
-        z_g = self.activation(self.recurrent_matmul(x_g * h_in, (0, units)))
-        z_out = self.output_activation(self.output_preactivation(z_g * h_in))
-        z = self.recurrent_activation(x_z + self.recurrent_matmul(h_in, (units, 2 * units)))
+        z_g = self.activation(self.recurrent_matmul(x_g * h_in, context, (0, units)))
+        z_out = self.output_activation(self.output_preactivation(z_g * h_in, context))
+        u_z = self.recurrent_matmul(h_in, context, (units, 2 * units))
+        z = self.recurrent_activation(x_z + u_z)
         h = h_prev + z * (z_out - h_prev)
         return h, [h]
 
@@ -103,5 +105,5 @@ class DSGUCell(SGUCell):
     def recurrent_kernel_shape(self) -> tuple[int, ...]:
         return (self.units, (len(self.blocks) + 1) * self.units)
 
-    def output_preactivation(self, gated):
-        return self.recurrent_matmul(gated, (2 * self.units, 3 * self.units))
+    def output_preactivation(self, gated, context):
+        return self.recurrent_matmul(gated, context, (2 * self.units, 3 * self.units))

@@ -6,7 +6,7 @@ from typing import Any
 
 from keras import initializers
 
-from keras_rnncells.cells.base import DenseGatesCell
+from keras_rnncells.cells.dense_gates import DenseGatesCell
 from keras_rnncells.cells.registry import register_cell
 
 
@@ -33,10 +33,10 @@ class SimpleRNNCell(DenseGatesCell):
     def __init__(self, units: int, activation: Any = "tanh", **kwargs: Any) -> None:
         super().__init__(units, activation=activation, **kwargs)
 
-    def step(self, projected, states, training=False):
+    def step(self, projected, states, context):
         (x_h,) = projected
-        h_prev = self.drop_recurrent(states[0], training)
-        h = self.activation(self.combine(x_h, self.recurrent_matmul(h_prev)))
+        h_prev = self.drop_recurrent(states[0], context)
+        h = self.activation(self.combine(x_h, self.recurrent_matmul(h_prev, context)))
         return h, [h]
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_rnncells.cells.base import forget_bias_initializer
+from keras_rnncells.cells.projection import forget_bias_initializer
 from keras_rnncells.checks import check_positive_int
 
 AXES = ("time", "depth")

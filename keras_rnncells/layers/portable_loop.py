@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from keras_rnncells.cells.base import DenseGatesCell, steps_through_combine
+from keras_rnncells.cells.dense_gates import DenseGatesCell, steps_through_combine
 
 # Steps per iteration of the portable loop (no XLA): TensorFlow's executor
 # spends 9 to 20 µs on an iteration of a `tf.while_loop` beside its body's

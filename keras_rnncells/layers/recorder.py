@@ -10,10 +10,13 @@ import tensorflow as tf
 from keras import tree
 from keras.src.backend import AutocastScope
 
+from keras_rnncells.cells.context import StepContext
+
 
 class MatmulRecorder:
-    """Bound to a cell while one step is traced: records or replays the
-    recurrent matmuls the step makes through ``cell.recurrent_matmul``.
+    """The recorder of a step's context (`StepContext`) while one step is
+    traced: records or replays the recurrent matmuls the step makes through
+    ``cell.recurrent_matmul``.
 
     ``kernels`` maps column ranges to kernel slices taken once, before the
     loop (XLA would otherwise copy the slices at every step); a replaying
@@ -75,33 +78,28 @@ def replayed_matmul(h, kernel_transposed, saved):
     return tf.identity(saved), grad
 
 
-@contextlib.contextmanager
-def bound(cell, recorder, recurrent_mask):
-    """Bind a matmul recorder and this call's recurrent masks (``RecurrentMasks``
-    or None, see ``cell.recurrent_masks_bound``) to the cell, and cast its
-    variables to its compute dtype as a Keras layer call would (the backward
-    pass is traced outside any layer call)."""
+def compute_dtype_scope(cell):
+    """The scope in which ``cell``'s variables read in its compute dtype, as a
+    Keras layer call would (the backward pass is traced outside any layer
+    call)."""
     mixed = cell.compute_dtype != cell.variable_dtype
-    with (
-        cell.matmuls_recorded(recorder),
-        cell.recurrent_masks_bound(recurrent_mask),
-        AutocastScope(cell.compute_dtype) if mixed else contextlib.nullcontext(),
-    ):
-        yield recorder
+    return AutocastScope(cell.compute_dtype) if mixed else contextlib.nullcontext()
 
 
 def traced_step(cell, projected, states, recorder, recurrent_mask, training) -> tuple:
-    """``cell.step(projected, states, training)`` with ``recorder`` making its
-    recurrent products and this call's recurrent masks in force (`bound`)."""
-    with bound(cell, recorder, recurrent_mask):
-        return cell.step(projected, list(states), training)
+    """``cell.advance(projected, states, context)``, the context holding
+    ``training``, this call's recurrent masks (``RecurrentMasks`` or None) and
+    ``recorder``, which makes the step's recurrent products."""
+    context = StepContext(training=bool(training), masks=recurrent_mask, recorder=recorder)
+    with compute_dtype_scope(cell):
+        return cell.advance(projected, list(states), context)
 
 
 def masked_kernel(cell, columns, recurrent_mask) -> tf.Tensor:
     """The ``columns`` of ``cell``'s recurrent kernel, times this call's
     DropConnect mask if any, in the cell's compute dtype."""
-    with bound(cell, MatmulRecorder(), recurrent_mask):
-        return cell.recurrent_kernel_columns(columns)
+    with compute_dtype_scope(cell):
+        return cell.recurrent_kernel_columns(columns, recurrent_mask)
 
 
 def packed(template, tensors):

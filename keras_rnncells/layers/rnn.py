@@ -472,10 +472,11 @@ class RNN(keras.layers.RNN):
     def generic_loop(self, sequences, initial_state, mask, training):
         """Keras' loop (``keras.layers.RNN.inner_loop``). A cell taking batch
         statistics (``batch_norm=True``, in training) gets each step's mask
-        bound (``cell.batch_norm_bound``), so its statistics are over the rows
-        unmasked at that step, and the step that ``backend.rnn`` runs on step
-        0 only to learn the output's shape (without ``unroll``) updates no
-        moving average; the loop is the same ``backend.rnn`` call."""
+        for its step context (``cell.call``'s ``statistics_rows``), so its
+        statistics are over the rows unmasked at that step, and the step that
+        ``backend.rnn`` runs on step 0 only to learn the output's shape
+        (without ``unroll``) updates no moving average
+        (``update_statistics``); the loop is the same ``backend.rnn`` call."""
         cell = self.cell
         if not (training and getattr(cell, "batch_norm", False)):
             return super().inner_loop(sequences, initial_state, mask, training=training)
@@ -487,8 +488,13 @@ class RNN(keras.layers.RNN):
             x, rows = inputs[..., :-1], inputs[..., -1]
             update = bool(calls) or self.unroll
             calls.append(None)
-            with cell.batch_norm_bound(None if mask is None else rows, update):
-                output, new_states = cell(x, states, training=training)
+            output, new_states = cell(
+                x,
+                states,
+                training=training,
+                statistics_rows=None if mask is None else rows,
+                update_statistics=update,
+            )
             return output, new_states if tree.is_nested(new_states) else [new_states]
 
         rows = ops.ones_like(sequences[..., :1]) if mask is None else mask

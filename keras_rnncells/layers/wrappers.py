@@ -8,14 +8,9 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_rnncells.cells.base import (
-    AbstractRNNCell,
-    Columns,
-    RecurrentMasks,
-    States,
-    Tensor,
-    as_state_list,
-)
+from keras_rnncells.cells.base import AbstractRNNCell, States, as_state_list
+from keras_rnncells.cells.context import RecurrentMasks, StepContext, Tensor
+from keras_rnncells.cells.projection import Columns
 from keras_rnncells.checks import check_rate
 
 __all__ = ["CellWrapper", "Zoneout"]
@@ -29,8 +24,10 @@ def delegated(name: str) -> property:
 class CellWrapper(AbstractRNNCell):
     """An ``AbstractRNNCell`` around ``cell``, with no weights, dropout or masks
     of its own: state and output sizes, input projection, step, dropout and the
-    recurrent masks are ``cell``'s. Subclasses change ``step_inputs`` and
-    ``step``. The dtype policy defaults to ``cell``'s."""
+    recurrent masks are ``cell``'s: ``step`` is ``cell.advance`` (so that
+    what the cell adds around its step, such as the batch-norm step index,
+    runs). Subclasses change ``step_inputs`` and ``step``. The dtype policy
+    defaults to ``cell``'s."""
 
     def __init__(self, cell: AbstractRNNCell, **kwargs: Any) -> None:
         if not isinstance(cell, AbstractRNNCell):
@@ -50,9 +47,6 @@ class CellWrapper(AbstractRNNCell):
     recurrent_dropout = delegated("recurrent_dropout")
     recurrent_dropconnect = delegated("recurrent_dropconnect")
 
-    def matmuls_recorded(self, recorder: Any) -> Any:
-        return self.cell.matmuls_recorded(recorder)
-
     def build(self, input_shape: Sequence[int | None]) -> None:
         if not self.cell.built:
             self.cell.build(input_shape)
@@ -67,20 +61,19 @@ class CellWrapper(AbstractRNNCell):
     def step_inputs(self, inputs: Tensor, training: bool = False) -> tuple:
         return self.cell.step_inputs(inputs, training)
 
-    def step(self, projected: tuple, states: States, training: bool = False) -> tuple:
-        return self.cell.step(projected, states, training)
+    def step(self, projected: tuple, states: States, context: StepContext) -> tuple:
+        return self.cell.advance(projected, states, context)
 
-    def recurrent_kernel_columns(self, columns: Columns = None) -> Tensor:
-        return self.cell.recurrent_kernel_columns(columns)
+    def recurrent_kernel_columns(
+        self, columns: Columns = None, masks: RecurrentMasks | None = None
+    ) -> Tensor:
+        return self.cell.recurrent_kernel_columns(columns, masks)
 
     def get_dropout_mask(self, step_input: Tensor) -> Tensor | None:
         return self.cell.get_dropout_mask(step_input)
 
     def get_recurrent_dropout_mask(self, step_input: Tensor) -> RecurrentMasks | None:
         return self.cell.get_recurrent_dropout_mask(step_input)
-
-    def recurrent_masks_bound(self, masks: RecurrentMasks | None) -> Any:
-        return self.cell.recurrent_masks_bound(masks)
 
     def reset_dropout_mask(self) -> None:
         self.cell.reset_dropout_mask()
@@ -177,13 +170,14 @@ class Zoneout(CellWrapper):
         )
         return (*projected, *noise)
 
-    def step(self, projected: tuple, states: States, training: bool = False) -> tuple:
+    def step(self, projected: tuple, states: States, context: StepContext) -> tuple:
         """One step; in training ``projected`` ends with the noise of
-        ``step_inputs(..., training=True)`` (loops that call ``step``
+        ``step_inputs(..., training=True)`` (loops that call ``advance``
         themselves must feed it that)."""
+        training = context.training
         count = len(self.zoned) if training else 0
         inner, noise = projected[: len(projected) - count], projected[len(projected) - count :]
-        output, new_states = self.cell.step(inner, states, training)
+        output, new_states = self.cell.advance(inner, states, context)
         zoned = list(new_states)
         for i, draw in zip(self.zoned, noise if training else [None] * len(self.zoned)):
             old, new, rate = states[i], new_states[i], self.rates[i]

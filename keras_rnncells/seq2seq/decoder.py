@@ -248,7 +248,7 @@ class Decoder(keras.layers.Layer):
         first = self.features(target_in[:, 0], prompt)
         if cell.dropout > 0:
             cell.get_dropout_mask(first)
-        masks = cell.get_recurrent_dropout_mask(states[0])
+        context = cell.step_context(states[0], training=True)
 
         def body(t, previous_logits, states, logits):
             sampled = ops.cast(
@@ -261,8 +261,7 @@ class Decoder(keras.layers.Layer):
             x = self.features(tokens, prompt)
             if cell.dropout > 0:
                 x = x * cell.get_dropout_mask(x)
-            with cell.recurrent_masks_bound(masks):
-                output, states = cell.step(cell.step_inputs(x, True), states, True)
+            output, states = cell.advance(cell.step_inputs(x, True), states, context)
             step_logits = self.readout(output, memory, memory_mask, keys, x, source_ids)
             return t + 1, step_logits, as_state_list(states), logits.write(t, step_logits)
 

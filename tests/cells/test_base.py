@@ -77,8 +77,8 @@ def test_mi_reads_the_declaration_of_the_class_whose_step_runs() -> None:
     """A subclass with a step of its own must say again that it uses `combine`."""
 
     class OwnStepGRUCell(kr.GRUCell):
-        def step(self, projected, states, training=False):
-            return super().step(projected, states, training)
+        def step(self, projected, states, context):
+            return super().step(projected, states, context)
 
     with pytest.raises(TypeError, match=r"OwnStepGRUCell.step"):
         type("MIMixed", (MultiplicativeIntegration, OwnStepGRUCell), {})
