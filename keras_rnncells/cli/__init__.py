@@ -72,6 +72,7 @@ class Parser(argparse.ArgumentParser):
     error of the command: the argument, what is wrong, where help is."""
 
     def error(self, message: str) -> NoReturn:
+        """Exits with 2 after ``message`` on one line, pointing to the help."""
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 

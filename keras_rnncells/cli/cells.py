@@ -10,6 +10,7 @@ from keras_rnncells.flags import positive_int
 
 
 def cells_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--input-dim`` and ``--units`` of the table's cells."""
     parser.add_argument(
         "--input-dim", type=positive_int, default=64, help="input features (default 64)"
     )
@@ -24,6 +25,7 @@ def cell_sizes(cls: type, input_dim: int, units: int) -> tuple[int, object]:
 
 
 def cells_run(args: argparse.Namespace) -> None:
+    """Prints the table of the registered cells."""
     from keras_rnncells import get_cell, list_cells
 
     rows, notes = [], []

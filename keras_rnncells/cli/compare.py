@@ -12,6 +12,7 @@ from keras_rnncells.flags import positive_int
 
 
 def compare_arguments(parser: argparse.ArgumentParser) -> None:
+    """The task, the cells and sizes, and the options of every run."""
     parser.add_argument(
         "task",
         choices=sorted(TASK_DEFAULTS),
@@ -33,6 +34,7 @@ def compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def compare_run(args: argparse.Namespace) -> None:
+    """Trains the comparison's runs and prints their table."""
     from keras_rnncells.experiments import compare_cells
 
     options = ("units", "epochs", "batch_size", "seed", "limit", "overwrite", "shape")

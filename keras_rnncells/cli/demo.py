@@ -9,6 +9,7 @@ from keras_rnncells.flags import integer, positive_int
 
 
 def demo_arguments(parser: argparse.ArgumentParser) -> None:
+    """The demo's size, epochs, sequences and seed."""
     parser.add_argument("--units", type=positive_int, default=32, help="units (default 32)")
     parser.add_argument("--epochs", type=positive_int, default=5, help="epochs (default 5)")
     parser.add_argument(
@@ -18,6 +19,7 @@ def demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def demo_run(args: argparse.Namespace) -> None:
+    """Trains both cells and prints their table."""
     from keras_rnncells.demo import STEPS, run_demo
 
     results, baseline = run_demo(

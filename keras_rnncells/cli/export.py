@@ -11,6 +11,7 @@ from keras_rnncells.flags import positive_int
 
 
 def export_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model, where and how to export it, and the request limits."""
     parser.add_argument(
         "run_dir",
         metavar="MODEL",
@@ -59,6 +60,7 @@ def export_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def export_command(args: argparse.Namespace) -> None:
+    """Exports and checks each format, and prints where each is."""
     from keras_rnncells.apps.runs import export_run
     from keras_rnncells.export.command import parse_formats
     from keras_rnncells.export.limits import RequestLimits

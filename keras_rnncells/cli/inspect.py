@@ -9,6 +9,7 @@ from keras_rnncells.cli.command import Command
 
 
 def inspect_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run directory and the texts to show."""
     parser.add_argument(
         "run_dir",
         metavar="MODEL",
@@ -23,6 +24,7 @@ def inspect_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def inspect_command(args: argparse.Namespace) -> None:
+    """Writes the views and prints where they are."""
     from keras_rnncells.analysis.inspect import inspect_run
 
     try:

@@ -10,11 +10,13 @@ from keras_rnncells.flags import positive_int
 
 
 def quickstart_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the quickstart writes, and its epochs."""
     parser.add_argument("--out", default="rnncells-quickstart", help="where runs and exports go")
     parser.add_argument("--epochs", type=positive_int, help="training epochs of both models")
 
 
 def quickstart_run(args: argparse.Namespace) -> None:
+    """Runs `keras_rnncells.apps.quickstart.quickstart`."""
     from keras_rnncells.apps.quickstart import quickstart
 
     quickstart(args.out, args.epochs)

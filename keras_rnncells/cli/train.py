@@ -50,6 +50,8 @@ def every_train_flag() -> list[Flag]:
 
 
 def train_arguments(parser: argparse.ArgumentParser) -> None:
+    """The trainer's name, ``--out``, every trainer's flags (`every_train_flag`),
+    ``--overwrite`` and the distribution flags."""
     parser.add_argument(
         "name",
         choices=sorted(TRAINABLE),
@@ -151,6 +153,8 @@ def trainer(name: str) -> Callable[[argparse.Namespace, dict[str, Any]], None]:
 
 
 def train_run(args: argparse.Namespace) -> None:
+    """Trains (in local workers, with ``--workers``); a resumed run of other
+    settings is refused naming the flags that differ."""
     from keras_rnncells.training import ChangedSettings
 
     train = trainer(args.name)

@@ -11,6 +11,7 @@ from keras_rnncells.cli.command import Command
 
 
 def verify_arguments(parser: argparse.ArgumentParser) -> None:
+    """The version directories and the key."""
     parser.add_argument(
         "directories",
         nargs="+",
@@ -25,6 +26,7 @@ def verify_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def verify_run(args: argparse.Namespace) -> None:
+    """Checks each directory against its manifest and prints one line each."""
     from keras_rnncells.export.manifest import SIGNATURE, verify_manifest
 
     for directory in args.directories:
