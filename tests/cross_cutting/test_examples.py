@@ -13,7 +13,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # run by `pytest -m slow` (.ci/run), not by default
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def run_example(name: str, cwd: Path, *arguments: str) -> str:

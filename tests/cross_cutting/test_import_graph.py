@@ -31,7 +31,7 @@ from pathlib import Path
 
 from keras_rnncells.defaults import APPS
 
-PACKAGE = Path(__file__).resolve().parents[1] / "keras_rnncells"
+PACKAGE = Path(__file__).resolve().parents[2] / "keras_rnncells"
 ROOT = "keras_rnncells"
 
 # What each part may import (a part: a subpackage or a top-level module,
