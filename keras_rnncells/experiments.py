@@ -22,7 +22,7 @@ import json
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 import numpy as np
@@ -42,6 +42,7 @@ from keras_rnncells.defaults import (
     TREE_MODELS,
     Settings,
     TaskDefaults,
+    task_flags,
 )
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
 from keras_rnncells.layers import RNN, StackedRNN, WordDropout
@@ -51,10 +52,10 @@ from keras_rnncells.metrics import TokenCrossEntropy, TokenLossMean
 from keras_rnncells.regularizers import NormStabilizer, TemporalCoherence, check_beta
 from keras_rnncells.softmax import VocabularySoftmax, start_at_unigram, token_mean
 from keras_rnncells.training import (
-    finish_run,
-    fit_run,
+    Evaluation,
+    Fit,
     parameter_count,
-    run_directory,
+    train_run,
     write_atomically,
     write_json,
 )
@@ -62,18 +63,10 @@ from keras_rnncells.tree import ShiftReduceEncoder, TransitionsFromTokens
 
 # The penalties on hidden sequences a task run takes, by setting name.
 PENALTIES = {"norm_stabilizer": NormStabilizer, "temporal_coherence": TemporalCoherence}
-# The settings `rnncells train TASK` takes from its flags (`--batch-size` for
-# batch_size), in the order a run's reproducing command writes them: the
-# first five always (but the cell of a tree model), the others where they
-# differ from the task's default.
+# The settings a run's reproducing command writes always (but the cell of a
+# tree model); it writes the other flags of its task where they differ from
+# the task's default (`reproduce_command`).
 ALWAYS_WRITTEN = ("cell", "units", "epochs", "batch_size", "seed")
-FLAG_SETTINGS = (
-    *ALWAYS_WRITTEN,
-    *("model", "shape", "layers", "limit", "max_length", "dropout", "word_dropout"),
-    *("norm_stabilizer", "temporal_coherence", "batch_norm"),
-    *("optimizer", "learning_rate", "patience"),
-    *("softmax", "sampler", "num_sampled", "self_normalization", "unigram_bias", "stateful"),
-)
 # The settings of a language model's output layer (`keras_rnncells.softmax`),
 # with their defaults, the values that are no setting at all for other tasks.
 SOFTMAX_ONLY = {
@@ -151,7 +144,13 @@ def task_settings(task: str, **overrides: Any) -> Settings:
             f"Argument `max_length` applies to the text classification tasks, not to {task!r}, "
             f"received: {settings.max_length!r}"
         )
-    for name in ("limit", "patience", "max_length"):
+    if settings.train_size is not None and "train_size" not in task_options(task):
+        generated = [name for name in TASK_DEFAULTS if "train_size" in task_options(name)]
+        raise ValueError(
+            f"Argument `train_size` applies to the generated tasks {tuple(generated)}, not to "
+            f"{task!r}, received: {settings.train_size!r}"
+        )
+    for name in ("limit", "train_size", "patience", "max_length"):
         if getattr(settings, name) is not None:
             check_positive_int(name, getattr(settings, name))
     check_choice("optimizer", settings.optimizer, OPTIMIZERS)
@@ -489,18 +488,19 @@ def evaluate(model: keras.Model, task: Task) -> dict[str, float]:
 
 # -- one run ------------------------------------------------------------------------
 def reproduce_command(task: str, run_dir: Path, settings: Settings) -> str:
-    """The ``rnncells train`` command of a run (see `FLAG_SETTINGS`)."""
+    """The ``rnncells train`` command of a run: the flags of its task
+    (`keras_rnncells.defaults.task_flags`), in their order; those of
+    `ALWAYS_WRITTEN` always, the others where they differ from the task's default."""
     defaults = task_defaults(task).settings
     words = ["rnncells", "train", task]
-    for name in FLAG_SETTINGS:
-        value = getattr(settings, name)
-        if name == "cell" and settings.model in TREE_MODELS:
+    for flag in task_flags(task):
+        value = getattr(settings, flag.setting)
+        if flag.setting == "cell" and settings.model in TREE_MODELS:
             continue  # a tree model has no cell
-        flag = "--" + name.replace("_", "-")
-        if isinstance(value, bool):  # a switch
-            words += [flag] if value else []
-        elif name in ALWAYS_WRITTEN or value != getattr(defaults, name):
-            words += [flag, str(value)]
+        if flag.switch:
+            words += [flag.option] if value else []
+        elif flag.setting in ALWAYS_WRITTEN or value != getattr(defaults, flag.setting):
+            words += [flag.option, str(value)]
     return shlex.join([*words, "--out", str(run_dir)])
 
 
@@ -534,6 +534,7 @@ def train_task(
     self_normalization: float | None = None,
     unigram_bias: bool | None = None,
     stateful: bool | None = None,
+    train_size: int | None = None,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
     the test split, write the run directory (see the module); returns the
@@ -551,6 +552,7 @@ def train_task(
         batch_size=batch_size,
         seed=seed,
         limit=limit,
+        train_size=train_size,
         layers=layers,
         dropout=dropout,
         word_dropout=word_dropout,
@@ -573,25 +575,44 @@ def train_task(
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
     with writable_run_dir(run_dir, strategy) as directory:
-        with run_directory(directory, settings, overwrite) as directory:
-            return train_settings(task_name, settings, directory, strategy, verbose)
+        return train_run(
+            directory,
+            settings,
+            data=lambda: task_data(task_name, settings, strategy),
+            build=lambda data, run_dir: task_fit(settings, strategy, data),
+            evaluate=lambda model, data, run_dir: task_evaluation(
+                model, task_name, settings, strategy, data, run_dir
+            ),
+            overwrite=overwrite,
+            verbose=verbose,
+        )
 
 
-def train_settings(
-    task_name: str,
-    settings: Settings,
-    run_dir: Path,
-    strategy: tf.distribute.Strategy,
-    verbose: int | str,
-) -> dict[str, Any]:
-    """The run of `train_task` (``run_dir``: where this process writes, held
-    by `run_directory`)."""
-    keras.utils.set_random_seed(settings.seed)
+def task_sizes(task_name: str, settings: Settings) -> dict[str, int]:
+    """The size options a run loads its task with: every split capped at
+    ``limit`` (`size_options`) and, for a generated task, ``train_size``
+    training examples (capped too)."""
+    sizes = size_options(task_name, settings.limit)
+    if settings.train_size is not None:
+        sizes["train_size"] = min(settings.train_size, settings.limit or settings.train_size)
+    return sizes
+
+
+class TaskData(NamedTuple):
+    """The data of a task run: the ``task`` and ``build``, `build_model`
+    for it with the run's settings (taking ``stateful`` and ``batch_size``)."""
+
+    task: Task
+    build: Callable[..., keras.Model]
+
+
+def task_data(task_name: str, settings: Settings, strategy: tf.distribute.Strategy) -> TaskData:
+    """The task of a run of `train_task` and the builder of its model."""
     task = load_task(
         task_name,
         batch_size=settings.batch_size,
         seed=settings.seed,
-        **size_options(task_name, settings.limit),
+        **task_sizes(task_name, settings),
         **({"shape": settings.shape} if "shape" in task_options(task_name) else {}),
         **({"max_length": settings.max_length} if settings.max_length is not None else {}),
     )
@@ -628,29 +649,53 @@ def train_settings(
         unigram_counts=counts,
         **{name: getattr(settings, name) for name in model_options},
     )
+    return TaskData(task, build)
+
+
+def fed_task(task: Task, model: keras.Model) -> Task:
+    """``task`` as ``model`` reads it: with the targets as an input too
+    where it has two (`with_targets`)."""
+    return with_targets(task) if len(model.inputs) == 2 else task
+
+
+def task_fit(settings: Settings, strategy: tf.distribute.Strategy, data: TaskData) -> Fit:
+    """The compiled model of a task run, its variables on the strategy's
+    replicas, and its splits."""
     with strategy.scope():  # variables mirrored on every replica
-        model = build(stateful=settings.stateful, batch_size=settings.batch_size)
-    trained_task = with_targets(task) if len(model.inputs) == 2 else task
+        model = data.build(stateful=settings.stateful, batch_size=settings.batch_size)
+    fed = fed_task(data.task, model)
     prepare_model(model, strategy)
-    run = fit_run(
+    return Fit(
         model,
-        trained_task.train,
-        run_dir,
-        settings.epochs,
-        validation_data=trained_task.validation,
-        verbose=verbose,
+        fed.train,
+        fed.validation,
         ema=settings.ema_momentum is not None,
         patience=settings.patience,
-        callbacks=[StreamStates()] if settings.stateful else [],
+        callbacks=(StreamStates(),) if settings.stateful else (),
+        record={"recurrent_parameters": recurrent_parameter_count(model)},
     )
-    scores = evaluate(model, trained_task)
+
+
+def task_evaluation(
+    model: keras.Model,
+    task_name: str,
+    settings: Settings,
+    strategy: tf.distribute.Strategy,
+    data: TaskData,
+    run_dir: Path,
+) -> Evaluation:
+    """The test scores of a trained task model, what the run followed and
+    its figures; the model saved is the stateless one that serves tokens
+    to logits (`stateless_copy`, `language_model_for_serving`)."""
+    task = data.task
+    scores = evaluate(model, fed_task(task, model))
     if settings.stateful:
-        model = stateless_copy(model, build, strategy)
+        model = stateless_copy(model, data.build, strategy)
     served = language_model_for_serving(model)
     if served is not model and settings.softmax != "class":
         scores["mean_abs_log_z"] = mean_abs_log_partition(served, task)
     metric = test_metric(task.kind)
-    results: dict[str, Any] = {
+    results = {
         "task": task_name,
         "kind": task.kind,
         "description": task.description,
@@ -658,18 +703,17 @@ def train_settings(
         "metric": "mse" if metric == "loss" else metric,
         "test_metric": scores[metric],
         "test": scores,
-        **run,
-        "recurrent_parameters": recurrent_parameter_count(model),
-        "settings": dataclasses.asdict(settings),
+    }
+    details: dict[str, Any] = {
         "distribution": describe(strategy),
         "defaults_follow": task_defaults(task_name).source,
         "package_version": package_version(),
         "command": reproduce_command(task_name, run_dir, settings),
     }
     if settings.model == "rnn" and settings.cell == "mufuru" and task.vocabulary_size is not None:
-        results["operation_weights"] = average_operation_weights(served, task)
-    results["plots"] = write_plots(run_dir, results)
-    return finish_run(run_dir, served, results)
+        details["operation_weights"] = average_operation_weights(served, task)
+    details["plots"] = write_plots(run_dir, details)
+    return Evaluation(results, details, served)
 
 
 def mean_abs_log_partition(model: keras.Model, task: Task) -> float:
@@ -887,14 +931,11 @@ def plot_against_units(comparison: dict[str, Any], run_dir: Path) -> dict[str, s
 
 
 # -- the command line -----------------------------------------------------------------
-def train_from_arguments(args: Any) -> None:
-    """``rnncells train TASK``: the run, then its test metric."""
+def train_from_arguments(args: Any, given: dict[str, Any]) -> None:
+    """``rnncells train TASK``: the run of the settings its flags ``given``,
+    then its test metric."""
     results = train_task(
-        args.name,
-        args.out,
-        **{name: getattr(args, name) for name in FLAG_SETTINGS},
-        strategy=args.strategy,
-        overwrite=args.overwrite,
+        args.name, args.out, **given, strategy=args.strategy, overwrite=args.overwrite
     )
     seconds = np.median(results["seconds_per_epoch"])
     print(

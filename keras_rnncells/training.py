@@ -1,4 +1,10 @@
-"""What every ``rnncells train`` run shares: its directory, callbacks and results.
+"""What every ``rnncells train`` run shares: its sequence, directory, callbacks and results.
+
+`train_run` is the sequence of every run (the applications' and the data
+tasks'): hold the run directory, seed, load the data, build the compiled
+model, fit it, evaluate it, write the model and ``results.json``; each
+trainer gives its own steps as hooks (``data``, ``build`` returning a `Fit`,
+``evaluate`` returning an `Evaluation`).
 
 A run directory holds ``model.keras`` (the trained model), ``results.json``
 (held-out metrics, wall time, parameters, seconds per epoch, settings),
@@ -37,12 +43,13 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_rnncells.data.pipeline import set_shuffle_epoch
 from keras_rnncells.files import write_atomically, write_json
@@ -94,10 +101,10 @@ class ResumableRun(keras.callbacks.Callback):
     the values of ``model.variables`` (weights, and the state of the seed
     generators dropout draws from) and of the optimizer's variables, the
     history rows and the `sessions`. ``on_train_begin`` restores it, rewrites
-    ``history.csv`` from its rows and sets the shuffling epoch
-    (`set_shuffle_epoch`); Keras' fit then starts at the next epoch (the
-    ``_initial_epoch`` hook Keras' own ``BackupAndRestore`` sets). The backup
-    is deleted when training ends.
+    ``history.csv`` from its rows and sets the shuffling epoch of ``data``,
+    the training data (`set_shuffle_epoch`); Keras' fit then starts at the
+    next epoch (the ``_initial_epoch`` hook Keras' own ``BackupAndRestore``
+    sets). The backup is deleted when training ends.
 
     ``sessions`` has one record per process that trained the run: its first
     epoch (from 1), the epochs it trained and its wall seconds from the start
@@ -114,8 +121,10 @@ class ResumableRun(keras.callbacks.Callback):
         run_dir: str | os.PathLike,
         timer: EpochTimes | None = None,
         patience: int | None = None,
+        data: Any = None,
     ) -> None:
         super().__init__()
+        self.data = data
         self.timer = timer
         self.patience = patience
         self.directory = Path(run_dir) / BACKUP
@@ -178,7 +187,8 @@ class ResumableRun(keras.callbacks.Callback):
         if self.stale():  # stopped early, killed before it ended: train no further
             epoch = max(epoch, self.params.get("epochs", epoch))
         self.model._initial_epoch = epoch
-        set_shuffle_epoch(epoch)
+        if isinstance(self.data, tf.data.Dataset):  # (arrays: no shuffled pipeline)
+            set_shuffle_epoch(self.data, epoch)
         self.started = time.time()
         self.sessions.append({"first_epoch": len(self.rows) + 1, "epochs": 0, "seconds": 0.0})
 
@@ -222,14 +232,19 @@ class ResumableRun(keras.callbacks.Callback):
 
 
 def run_callbacks(
-    run_dir: Path, timer: EpochTimes, ema: bool = False, patience: int | None = None
+    run_dir: Path,
+    timer: EpochTimes,
+    ema: bool = False,
+    patience: int | None = None,
+    train: Any = None,
 ) -> list[keras.callbacks.Callback]:
-    """Resumable backups with the per-epoch CSV (stopping early with
-    ``patience``), TensorBoard logs and ``timer``; with ``ema`` (an optimizer
-    averaging the weights), validation runs on the averaged weights."""
+    """Resumable backups of training on ``train`` with the per-epoch CSV
+    (stopping early with ``patience``), TensorBoard logs and ``timer``; with
+    ``ema`` (an optimizer averaging the weights), validation runs on the
+    averaged weights."""
     callbacks = [
         timer,  # first: its `seconds` enter the logs the others record
-        ResumableRun(run_dir, timer, patience),
+        ResumableRun(run_dir, timer, patience, data=train),
         keras.callbacks.TensorBoard(str(run_dir / "logs"), write_graph=False),
     ]
     return [keras.callbacks.SwapEMAWeights(), *callbacks] if ema else callbacks
@@ -257,7 +272,10 @@ def fit_run(
     ``parameters`` (trainable), ``sessions`` (`ResumableRun`) and, with
     ``patience``, ``best_epoch`` (the epoch whose weights the model keeps)."""
     timer = EpochTimes()
-    callbacks = [*callbacks, *run_callbacks(run_dir, timer, ema=ema, patience=patience)]
+    callbacks = [
+        *callbacks,
+        *run_callbacks(run_dir, timer, ema=ema, patience=patience, train=train),
+    ]
     model.fit(
         train,
         validation_data=validation_data,
@@ -287,14 +305,6 @@ def finish_run(run_dir: Path, model: keras.Model, results: dict[str, Any]) -> di
 
 def parameter_count(model: keras.Model) -> int:
     return int(sum(keras.ops.size(w) for w in model.trainable_weights))
-
-
-def settings_from_arguments(cls: type, args: Any, **extra: Any) -> Any:
-    """The ``cls`` settings of ``rnncells train`` arguments and ``extra``
-    fields; a value of None keeps the field's default."""
-    given = {key: getattr(args, key) for key in ("cell", "units", "epochs", "batch_size", "seed")}
-    given.update(train_size=args.limit, **extra)
-    return cls(**{key: value for key, value in given.items() if value is not None})
 
 
 # -- holding a run directory ----------------------------------------------------------
@@ -392,3 +402,86 @@ def run_directory(
             if not (backup / STATE).exists():  # nothing to resume: no record left
                 shutil.rmtree(backup, ignore_errors=True)
             raise
+
+
+# -- the sequence of a run -------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Fit:
+    """What a run trains, as its ``build`` hook gives it to `train_run`: the
+    compiled ``model``, the ``train`` dataset (shuffling itself by ``(seed,
+    epoch)``) and the ``validation`` one, the ``epochs`` (None: the
+    settings'), more ``callbacks``, ``ema`` and ``patience`` (see `fit_run`)
+    and ``record``, entries of ``results.json`` that follow the training's
+    own (a pre-training's record, the recurrent layers' size)."""
+
+    model: keras.Model
+    train: Any
+    validation: Any = None
+    epochs: int | None = None
+    callbacks: tuple[keras.callbacks.Callback, ...] = ()
+    ema: bool = False
+    patience: int | None = None
+    record: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """What a run's ``evaluate`` hook gives `train_run`: the ``results``
+    that open ``results.json`` (what was trained, the held-out metrics),
+    the ``details`` that close it (samples, the command, figures) and the
+    ``model`` saved as ``model.keras`` (None: the model trained)."""
+
+    results: Mapping[str, Any]
+    details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    model: keras.Model | None = None
+
+
+def train_run(
+    run_dir: str | os.PathLike,
+    settings: Any,
+    *,
+    data: Callable[[], Any],
+    build: Callable[[Any, Path], Fit],
+    evaluate: Callable[[keras.Model, Any, Path], Evaluation],
+    overwrite: bool = False,
+    verbose: int | str = "auto",
+) -> dict[str, Any]:
+    """The sequence of every ``rnncells train`` run, its own steps given as hooks:
+
+    1. hold ``run_dir`` for a run of ``settings`` (`run_directory`: one run
+       at a time, resumed only with the same settings, or ``overwrite``);
+    2. seed Keras' random state with ``settings.seed``;
+    3. ``data()``: the run's data;
+    4. ``build(data, run_dir)``: the compiled model and what it trains on (`Fit`);
+    5. train it (`fit_run`: resumable backups, ``history.csv``, logs);
+    6. ``evaluate(model, data, run_dir)``: the results (`Evaluation`);
+    7. write ``model.keras`` and ``results.json`` (`finish_run`): the
+       evaluation's results, the training's record and the fit's, the
+       settings, the evaluation's details.
+
+    Returns the results."""
+    with run_directory(run_dir, settings, overwrite) as run_dir:
+        keras.utils.set_random_seed(settings.seed)
+        loaded = data()
+        fit = build(loaded, run_dir)
+        training = fit_run(
+            fit.model,
+            fit.train,
+            run_dir,
+            settings.epochs if fit.epochs is None else fit.epochs,
+            validation_data=fit.validation,
+            verbose=verbose,
+            ema=fit.ema,
+            patience=fit.patience,
+            callbacks=list(fit.callbacks),
+        )
+        evaluation = evaluate(fit.model, loaded, run_dir)
+        results = {
+            **evaluation.results,
+            **training,
+            **fit.record,
+            "settings": dataclasses.asdict(settings),
+            **evaluation.details,
+        }
+        saved = fit.model if evaluation.model is None else evaluation.model
+        return finish_run(run_dir, saved, results)

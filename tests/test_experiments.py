@@ -26,6 +26,8 @@ from keras_rnncells.experiments import (
     PLOT_NOTE,
     TASK_DEFAULTS,
     build_model,
+    reproduce_command,
+    task_data,
     task_settings,
     train_task,
 )
@@ -69,6 +71,18 @@ def test_every_task_is_trainable_with_defaults():
     assert set(list_tasks()) == set(TASK_DEFAULTS)
     for name in list_tasks():
         assert TRAINABLE[name] == ("keras_rnncells.experiments", TASK_DEFAULTS[name].help)
+
+
+def test_train_size_sets_how_many_examples_a_generated_task_trains_on(tmp_path):
+    import tensorflow as tf
+
+    for task, size, limit, expected in (("logic", 40, None, 40), ("adding", 30, 10, 10)):
+        settings = task_settings(task, train_size=size, limit=limit, batch_size=8)
+        data = task_data(task, settings, tf.distribute.get_strategy())
+        assert sum(int(targets.shape[0]) for _, targets in data.task.train) == expected
+        assert f"--train-size {size} --out" in reproduce_command(task, tmp_path, settings)
+    with pytest.raises(ValueError, match=r"`train_size` applies to the generated tasks .*'ptb'"):
+        task_settings("ptb", train_size=5)
 
 
 @pytest.mark.slow  # a training run (17 s of the default run)

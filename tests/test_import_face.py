@@ -21,6 +21,8 @@ OPTIONAL = (
     "onnx",
     "onnxruntime",
     "onnxruntime_extensions",
+    "ai_edge_litert",
+    "sentencepiece",
     "tensorboard",
     "matplotlib",
 )
@@ -48,6 +50,23 @@ def test_import_brings_no_optional_dependency():
         "print(sorted((set(optional) - by_keras) & set(sys.modules)))\n"
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_export_names_import_on_first_use():
+    """`keras_rnncells.export` names its writers without importing them
+    (tests/test_import_graph.py checks that): each public name is there all
+    the same, as ``from keras_rnncells.export import ...`` reads it."""
+    import keras_rnncells.export as export
+    from keras_rnncells.export import onnx, write_onnx
+
+    assert write_onnx is onnx.write_onnx
+    for name in export.__all__:
+        value = getattr(export, name)
+        assert value.__name__ == name, name
+        assert value.__module__.startswith("keras_rnncells.export."), name
+    assert set(export.__all__) <= set(dir(export))
+    with pytest.raises(AttributeError, match=r"'keras_rnncells\.export' has no attribute 'nope'"):
+        export.nope  # noqa: B018
 
 
 WITHOUT_TENSORFLOW_TEXT = """

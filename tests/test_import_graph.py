@@ -1,4 +1,4 @@
-"""The package's import graph, read with ``ast`` (nothing is imported): it has
+"""The package's import graph, read with ``ast``: it has
 no cycle, and each part imports only the parts below it, as DESIGN.md's
 "Import layering" draws them.
 
@@ -8,13 +8,28 @@ inside a function (``if TYPE_CHECKING`` included), and so does
 function still makes a cycle. ``from keras_rnncells.x import y`` is an edge
 to ``keras_rnncells.x.y`` where ``y`` is a module, else to
 ``keras_rnncells.x``; a package's ``__init__`` re-exports are edges from the
-package."""
+package, and so are the modules named in a package's ``_LAZY`` table (the
+public names its ``__getattr__`` imports on first use).
+
+What ``import keras_rnncells`` loads is read twice, transitively: statically,
+following the imports that run at import (module level, class bodies, both
+branches of an ``if``; not function bodies, not ``if TYPE_CHECKING``) from
+every package ``__init__`` and every application module (``load_apps`` imports
+those by name); and in a child process, from ``sys.modules``. Neither may
+reach the ONNX or LiteRT writers: ``keras_rnncells.export`` names them lazily."""
 
 from __future__ import annotations
 
 import ast
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from keras_rnncells.defaults import APPS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "keras_rnncells"
 ROOT = "keras_rnncells"
@@ -30,7 +45,9 @@ ALLOWED: dict[str, set[str] | str] = {
     "checks": set(),
     "files": set(),
     "locks": set(),
-    "defaults": set(),
+    # the flags' value types; the cell type imports the cells when it parses
+    "flags": {"cells", "cli_runtime"},
+    "defaults": {"flags"},
     "regularizers": {"checks"},
     "metrics": set(),
     "softmax": {"checks", "defaults"},
@@ -60,6 +77,13 @@ ALLOWED: dict[str, set[str] | str] = {
 # end's contract (export.servable), never the ONNX writers.
 NO_ONNX = ("keras_rnncells.apps", "keras_rnncells.export.servable")
 ONNX_MODULES = ("keras_rnncells.export.onnx",)  # onnx.py, onnx_*.py
+# Loaded by no `import keras_rnncells`: the ONNX writers (onnx*.py), the
+# LiteRT writer and its runner (litert*.py), and the tokenizer files they write.
+WRITERS = (
+    *ONNX_MODULES,
+    "keras_rnncells.export.litert",
+    "keras_rnncells.export.tokenizer_files",
+)
 
 
 @dataclass(frozen=True)
@@ -97,37 +121,89 @@ def resolve(base: str, name: str | None) -> str:
     return base
 
 
-def imports_of(name: str) -> list[Edge]:
-    """The ``keras_rnncells`` modules that module ``name`` imports, anywhere in it."""
+def is_type_checking(node: ast.AST) -> bool:
+    """Whether ``node`` is ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def run_on_import(tree: ast.Module) -> Iterator[ast.AST]:
+    """The nodes of ``tree`` that run when its module is imported: all but
+    function bodies (and lambdas) and ``if TYPE_CHECKING`` blocks."""
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if is_type_checking(node):
+            todo.extend(node.orelse)
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def imported_names(node: ast.AST, package: str) -> list[str]:
+    """The dotted names that ``node`` imports (any module's), as `imports_of` reads them."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        if node.level:  # relative
+            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+            base = f"{base}.{node.module}" if node.module else base
+        else:
+            base = node.module or ""
+        return [resolve(base, alias.name) for alias in node.names]
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "import_module"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
+        return [node.args[0].value]
+    return []
+
+
+def lazy_imports(tree: ast.Module, package: str) -> Iterator[tuple[str, int]]:
+    """The modules of a package's ``_LAZY`` table (public name -> module of the
+    package, imported by its ``__getattr__``), each with its line."""
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets)
+            and isinstance(node.value, ast.Dict)
+        ):
+            for value in node.value.values:
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    yield f"{package}.{value.value}", value.lineno
+
+
+def imports_of(name: str, on_import: bool = False) -> list[Edge]:
+    """The ``keras_rnncells`` modules that module ``name`` imports, anywhere in
+    it (its ``_LAZY`` table included), or (``on_import``) only those its import
+    runs (`run_on_import`)."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = [
+        (target, node.lineno)
+        for node in (run_on_import(tree) if on_import else ast.walk(tree))
+        for target in imported_names(node, package)
+    ]
+    if not on_import and path.name == "__init__.py":
+        found += lazy_imports(tree, package)
     edges = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        targets: list[str] = []
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
-                base = f"{base}.{node.module}" if node.module else base
-            else:
-                base = node.module or ""
-            targets = [resolve(base, alias.name) for alias in node.names]
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "import_module"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            targets = [node.args[0].value]
-        for target in targets:
-            if target == ROOT or target.startswith(ROOT + "."):
-                while target not in MODULES:  # `import keras_rnncells.x.name`
-                    target = target.rpartition(".")[0]
-                if target != name:
-                    edges.append(Edge(name, target, node.lineno))
+    for target, line in found:
+        if target == ROOT or target.startswith(ROOT + "."):
+            while target not in MODULES:  # `import keras_rnncells.x.name`
+                target = target.rpartition(".")[0]
+            if target != name:
+                edges.append(Edge(name, target, line))
     return edges
 
 
@@ -224,3 +300,107 @@ def test_the_graph_checks_find_what_they_look_for():
     edge = Edge("keras_rnncells.cells.gru", "keras_rnncells.export.servable", 1)
     (found,) = layering_violations({"keras_rnncells.cells.gru": [edge]})
     assert "'cells' may import only ['checks']" in found and "cells/gru.py:1" in found
+
+
+# The modules `import keras_rnncells` loads, in a child process (JSON on the last line).
+LOADED = "import json, sys\nimport keras_rnncells\nprint(json.dumps(sorted(sys.modules)))\n"
+
+
+def with_packages(name: str) -> list[str]:
+    """``name`` and the packages above it, outermost first: importing a module
+    runs their ``__init__`` first."""
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def load_chains(start: str, graph: dict[str, list[Edge]]) -> dict[str, list[Edge]]:
+    """Every module that ``import start`` runs (transitively, packages above
+    each included), with the chain of imports that first reaches it."""
+    chains: dict[str, list[Edge]] = {name: [] for name in with_packages(start)}
+    todo = list(chains)
+    while todo:
+        source = todo.pop(0)
+        for edge in graph[source]:
+            for target in with_packages(edge.target):
+                if target not in chains:
+                    chains[target] = [*chains[source], Edge(source, target, edge.line)]
+                    todo.append(target)
+    return chains
+
+
+def import_roots() -> list[str]:
+    """Where the static reading of ``import keras_rnncells`` starts: every
+    package ``__init__``, and every application module of
+    `keras_rnncells.defaults.APPS` (`load_apps` imports those by a name that
+    is not a literal, which the reading cannot follow)."""
+    packages = [name for name, path in MODULES.items() if path.name == "__init__.py"]
+    return sorted({*packages, *(listing.module for listing in APPS.values())})
+
+
+def test_no_package_or_application_loads_a_writer_on_import():
+    graph = {name: imports_of(name, on_import=True) for name in MODULES}
+    found: dict[Edge, str] = {}  # by the import that first reaches a writer: a chain to it
+    for root in import_roots():
+        for module, chain in load_chains(root, graph).items():
+            if (
+                module.startswith(WRITERS)
+                and chain
+                and not chain[-1].source.startswith(WRITERS)
+                and chain[-1] not in found
+            ):
+                found[chain[-1]] = f"import {root} loads {module}:\n    " + "\n    ".join(
+                    map(str, chain)
+                )
+    assert not found, "\n  ".join(found.values())
+
+
+def test_the_import_reading_finds_what_it_looks_for():
+    """A chain through a package ``__init__`` is followed; a function-level
+    import, an ``if TYPE_CHECKING`` one and a ``_LAZY`` table's module are not
+    run on import (the whole graph still counts them)."""
+    assert with_packages("keras_rnncells.export.onnx") == [
+        "keras_rnncells",
+        "keras_rnncells.export",
+        "keras_rnncells.export.onnx",
+    ]
+    graph = {
+        "keras_rnncells.a": [Edge("keras_rnncells.a", "keras_rnncells.export.servable", 2)],
+        "keras_rnncells": [],
+        "keras_rnncells.export": [Edge("keras_rnncells.export", "keras_rnncells.export.onnx", 7)],
+        "keras_rnncells.export.servable": [],
+        "keras_rnncells.export.onnx": [],
+    }
+    chain = load_chains("keras_rnncells.a", graph)["keras_rnncells.export.onnx"]
+    assert [(e.source, e.target) for e in chain] == [
+        ("keras_rnncells.a", "keras_rnncells.export"),
+        ("keras_rnncells.export", "keras_rnncells.export.onnx"),
+    ]
+    tree = ast.parse(
+        "import keras_rnncells.a\n"
+        "if TYPE_CHECKING:\n    import keras_rnncells.b\n"
+        "class C:\n    import keras_rnncells.c\n"
+        "    def f(self):\n        import keras_rnncells.d\n"
+        "_LAZY = {'x': 'e'}\n"
+    )
+    on_import = {n for node in run_on_import(tree) for n in imported_names(node, ROOT)}
+    assert on_import == {"keras_rnncells.a", "keras_rnncells.c"}
+    assert [name for name, _ in lazy_imports(tree, ROOT)] == ["keras_rnncells.e"]
+    export = {edge.target for edge in imports_of("keras_rnncells.export")}
+    assert "keras_rnncells.export.onnx" in export  # through its _LAZY table
+    assert not {edge.target for edge in imports_of("keras_rnncells.export", on_import=True)}
+
+
+def test_import_keras_rnncells_loads_no_writer():
+    """In a child process: no writer among the modules ``import keras_rnncells``
+    loads, and each of them is one the static reading from `import_roots` finds
+    (so that reading misses no import)."""
+    environ = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED], capture_output=True, text=True, env=environ, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    loaded = [name for name in json.loads(done.stdout.splitlines()[-1]) if name in MODULES]
+    assert [name for name in loaded if name.startswith(WRITERS)] == []
+    graph = {name: imports_of(name, on_import=True) for name in MODULES}
+    read = {name for root in import_roots() for name in load_chains(root, graph)}
+    assert sorted(set(loaded) - read) == []

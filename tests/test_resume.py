@@ -205,18 +205,19 @@ def test_epochs_may_grow_on_resume_but_not_below_the_epochs_trained(tmp_path):
 
 def test_the_shuffled_order_depends_on_the_epoch_not_on_past_iterations():
     indices = example_indices(20, shuffle_seed=5)
-    set_shuffle_epoch(0)
+    set_shuffle_epoch(indices, 0)
     orders = [list(indices.as_numpy_iterator()) for _ in range(3)]
     assert sorted(orders[0]) == list(range(20)) and orders[0] != orders[1]
-    set_shuffle_epoch(2)  # as a run resumed at epoch 2 does
+    set_shuffle_epoch(indices, 2)  # as a run resumed at epoch 2 does
     assert list(indices.as_numpy_iterator()) == orders[2]
     fresh = example_indices(20, shuffle_seed=5)  # a new pipeline starts at epoch 0
     assert list(fresh.as_numpy_iterator()) == orders[0]
-    set_shuffle_epoch(1)  # sets every pipeline
+    set_shuffle_epoch(fresh, 1)  # each pipeline's own counter
+    set_shuffle_epoch(indices, 1)
     assert list(fresh.as_numpy_iterator()) == list(indices.as_numpy_iterator()) == orders[1]
     for bad in (1.5, -1, True):
         with pytest.raises(ValueError, match="`epoch` must be a non-negative integer"):
-            set_shuffle_epoch(bad)
+            set_shuffle_epoch(indices, bad)
 
 
 def test_a_setting_added_since_the_backup_resumes_at_its_default(tmp_path):

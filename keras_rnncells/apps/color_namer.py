@@ -13,7 +13,7 @@ runs that.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from keras import ops
 
 from keras_rnncells.apps.base import TokenizerModel
 from keras_rnncells.apps.colors import (
+    ColorData,
     ColorExamples,
     ColorSettings,
     check_rgb,
@@ -40,12 +41,7 @@ from keras_rnncells.layers import portable
 from keras_rnncells.seq2seq.decoder import Decoder
 from keras_rnncells.seq2seq.search import Decoded, decode
 from keras_rnncells.text import END_ID, START_ID, WordTokenizer
-from keras_rnncells.training import (
-    finish_run,
-    fit_run,
-    run_directory,
-    settings_from_arguments,
-)
+from keras_rnncells.training import Evaluation, Fit, train_run
 
 SERVING_BEAM_WIDTH = 3
 EXAMPLE_RGB = np.array([[0.58, 0.82, 0.99], [0.0, 0.01, 0.36], [0.9, 0.1, 0.1]], "float32")
@@ -212,51 +208,65 @@ def train_color_namer(
 
     ``run_dir`` and ``overwrite``: as `keras_rnncells.training.run_directory`
     holds, resumes or refuses a run."""
-    with run_directory(run_dir, settings, overwrite) as run_dir:
-        train, test, tokenizer = start_run(settings, root)
-        model = ColorNamer(
-            tokenizer,
-            settings.cell,
-            settings.units,
-            settings.embedding_dim,
-            cell_options=settings.cell_options,
-        )
-        model.compile(
-            keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
-            keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        )
-        batches = color_batches(*teacher_forcing(model, train), settings)
-        run = fit_run(model, batches, run_dir, settings.epochs, verbose=verbose)
-        test_inputs, test_targets, test_weights = teacher_forcing(model, test)
-        test_loss = model.evaluate(test_inputs, test_targets, sample_weight=test_weights, verbose=0)
-        tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
-        greedy = describe_all(model, test.rgb, 1)
-        beam = describe_all(model, test.rgb, settings.beam_width)
-        train_names = describe_all(model, train.rgb, 1)
-        results = {
-            "task": f"color naming, rgb -> name ({settings.source})",
-            "train_examples": len(train),
-            "test_examples": len(test),
-            "test_perplexity": float(np.exp(test_loss)),
-            "test_exact_match_greedy": exact_match(greedy, test.names, test.weights),
-            f"test_exact_match_beam{settings.beam_width}": exact_match(
-                beam, test.names, test.weights
-            ),
-            "train_exact_match_greedy": exact_match(train_names, train.names, train.weights),
-            **run,
-            "settings": asdict(settings),
-            "samples": [
-                {"rgb": [round(float(v), 3) for v in rgb], "name": name, "output": output}
-                for rgb, name, output in zip(test.rgb[:20], test.names, beam)
-            ],
-        }
-        return finish_run(run_dir, model, results)
+    return train_run(
+        run_dir,
+        settings,
+        data=lambda: start_run(settings, root),
+        build=lambda data, run_dir: build_namer(settings, data),
+        evaluate=lambda model, data, run_dir: evaluate_namer(model, settings, data, run_dir),
+        overwrite=overwrite,
+        verbose=verbose,
+    )
 
 
-def train_from_arguments(args: Any) -> None:
-    """``rnncells train color-namer``: the run, then its results and samples."""
-    settings = settings_from_arguments(NamerSettings, args)
-    results = train_color_namer(args.out, settings, overwrite=args.overwrite)
+def build_namer(settings: NamerSettings, data: ColorData) -> Fit:
+    """The compiled color namer of a run, and its teacher-forced training batches."""
+    model = ColorNamer(
+        data.tokenizer,
+        settings.cell,
+        settings.units,
+        settings.embedding_dim,
+        cell_options=settings.cell_options,
+    )
+    model.compile(
+        keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+    )
+    return Fit(model, color_batches(*teacher_forcing(model, data.train), settings))
+
+
+def evaluate_namer(
+    model: ColorNamer, settings: NamerSettings, data: ColorData, run_dir: Path
+) -> Evaluation:
+    """The held-out metrics of a trained namer (see `train_color_namer`) and
+    its names of the first test colors; writes ``vocabulary.txt``."""
+    train, test, tokenizer = data
+    test_inputs, test_targets, test_weights = teacher_forcing(model, test)
+    test_loss = model.evaluate(test_inputs, test_targets, sample_weight=test_weights, verbose=0)
+    tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
+    greedy = describe_all(model, test.rgb, 1)
+    beam = describe_all(model, test.rgb, settings.beam_width)
+    train_names = describe_all(model, train.rgb, 1)
+    results = {
+        "task": f"color naming, rgb -> name ({settings.source})",
+        "train_examples": len(train),
+        "test_examples": len(test),
+        "test_perplexity": float(np.exp(test_loss)),
+        "test_exact_match_greedy": exact_match(greedy, test.names, test.weights),
+        f"test_exact_match_beam{settings.beam_width}": exact_match(beam, test.names, test.weights),
+        "train_exact_match_greedy": exact_match(train_names, train.names, train.weights),
+    }
+    samples = [
+        {"rgb": [round(float(v), 3) for v in rgb], "name": name, "output": output}
+        for rgb, name, output in zip(test.rgb[:20], test.names, beam)
+    ]
+    return Evaluation(results, {"samples": samples})
+
+
+def train_from_arguments(args: Any, given: dict[str, Any]) -> None:
+    """``rnncells train color-namer``: the run of the settings its flags
+    ``given``, then its results and samples."""
+    results = train_color_namer(args.out, NamerSettings(**given), overwrite=args.overwrite)
     print(
         f"\nHeld-out colors ({results['test_examples']}): perplexity "
         f"{results['test_perplexity']:.2f}, exact name (greedy) "

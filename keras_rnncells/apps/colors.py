@@ -25,9 +25,8 @@ import json
 import os
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -198,15 +197,19 @@ def run_splits(settings: ColorSettings, root=None) -> tuple[ColorExamples, Color
     return train, test
 
 
-def start_run(
-    settings: ColorSettings, root=None
-) -> tuple[ColorExamples, ColorExamples, WordTokenizer]:
-    """What both color runs begin with: Keras' random state seeded, the
-    (train, test) split (`run_splits`) and the lower-case word tokenizer of
-    the training names."""
-    keras.utils.set_random_seed(settings.seed)
+class ColorData(NamedTuple):
+    """What both color runs begin with (`start_run`)."""
+
+    train: ColorExamples
+    test: ColorExamples
+    tokenizer: WordTokenizer
+
+
+def start_run(settings: ColorSettings, root=None) -> ColorData:
+    """The data of a color run: its (train, test) split (`run_splits`) and
+    the lower-case word tokenizer of the training names."""
     train, test = run_splits(settings, root)
-    return train, test, WordTokenizer.from_corpus(train.names, lowercase=True)
+    return ColorData(train, test, WordTokenizer.from_corpus(train.names, lowercase=True))
 
 
 def normalized_weights(examples: ColorExamples) -> np.ndarray:

@@ -19,7 +19,7 @@ layer's bias. Unknown words read as ``[UNK]``.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from keras import ops
 
 from keras_rnncells.apps.base import TokenizerModel
 from keras_rnncells.apps.colors import (
+    ColorData,
     ColorSettings,
     color_batches,
     normalized_weights,
@@ -49,7 +50,7 @@ from keras_rnncells.export.servable import (
 from keras_rnncells.layers import portable
 from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import WordTokenizer
-from keras_rnncells.training import finish_run, fit_run, run_directory, settings_from_arguments
+from keras_rnncells.training import Evaluation, Fit, train_run
 
 EXAMPLE_NAMES = ("light greenish blue", "dark red", "")
 # A color name is a few words (the shipped XKCD list's longest has 26
@@ -201,50 +202,70 @@ def train_name_to_color(
 
     ``run_dir`` and ``overwrite``: as `keras_rnncells.training.run_directory`
     holds, resumes or refuses a run."""
-    with run_directory(run_dir, settings, overwrite) as run_dir:
-        train, test, tokenizer = start_run(settings, root)
-        model = NameToColor(
-            tokenizer,
-            settings.cell,
-            settings.units,
-            settings.embedding_dim,
-            settings.bins,
-            settings.cell_options,
-        )
-        model.compile(
-            keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
-            keras.losses.CategoricalCrossentropy(from_logits=True),
-        )
-        ids = tokenizer(tf.constant(train.names)).numpy()
-        targets = soft_bins(train.rgb, settings.bins)
-        weights = np.broadcast_to(normalized_weights(train)[:, None], targets.shape[:2])
-        batches = color_batches(ids, targets, weights, settings)
-        run = fit_run(model, batches, run_dir, settings.epochs, verbose=verbose)
-        tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
-        predicted = model.colors(tf.constant(test.names))[0].numpy()
-        prior_mean = np.average(train.rgb, axis=0, weights=train.weights)
-        samples = model.colors(tf.constant(EXAMPLE_NAMES))[0].numpy()
-        results = {
-            "task": f"name -> color ({settings.source})",
-            "train_examples": len(train),
-            "test_examples": len(test),
-            "test_mean_rgb_distance": mean_distance(predicted, test.rgb, test.weights),
-            "test_mean_rgb_distance_of_mean_color": mean_distance(
-                prior_mean[None], test.rgb, test.weights
-            ),
-            **run,
-            "settings": asdict(settings),
-            "samples": {
-                name: [round(float(v), 3) for v in rgb] for name, rgb in zip(EXAMPLE_NAMES, samples)
-            },
-        }
-        return finish_run(run_dir, model, results)
+    return train_run(
+        run_dir,
+        settings,
+        data=lambda: start_run(settings, root),
+        build=lambda data, run_dir: build_name_to_color(settings, data),
+        evaluate=lambda model, data, run_dir: evaluate_name_to_color(
+            model, settings, data, run_dir
+        ),
+        overwrite=overwrite,
+        verbose=verbose,
+    )
 
 
-def train_from_arguments(args: Any) -> None:
-    """``rnncells train name-to-color``: the run, then its results and samples."""
-    settings = settings_from_arguments(NameToColorSettings, args)
-    results = train_name_to_color(args.out, settings, overwrite=args.overwrite)
+def build_name_to_color(settings: NameToColorSettings, data: ColorData) -> Fit:
+    """The compiled model of a run, and its training batches: each name's
+    blurred color bins (`soft_bins`), weighted by its observations."""
+    train, tokenizer = data.train, data.tokenizer
+    model = NameToColor(
+        tokenizer,
+        settings.cell,
+        settings.units,
+        settings.embedding_dim,
+        settings.bins,
+        settings.cell_options,
+    )
+    model.compile(
+        keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
+        keras.losses.CategoricalCrossentropy(from_logits=True),
+    )
+    ids = tokenizer(tf.constant(train.names)).numpy()
+    targets = soft_bins(train.rgb, settings.bins)
+    weights = np.broadcast_to(normalized_weights(train)[:, None], targets.shape[:2])
+    return Fit(model, color_batches(ids, targets, weights, settings))
+
+
+def evaluate_name_to_color(
+    model: NameToColor, settings: NameToColorSettings, data: ColorData, run_dir: Path
+) -> Evaluation:
+    """The held-out distance of a trained model (see `train_name_to_color`)
+    and its colors of `EXAMPLE_NAMES`; writes ``vocabulary.txt``."""
+    train, test, tokenizer = data
+    tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
+    predicted = model.colors(tf.constant(test.names))[0].numpy()
+    prior_mean = np.average(train.rgb, axis=0, weights=train.weights)
+    sample_colors = model.colors(tf.constant(EXAMPLE_NAMES))[0].numpy()
+    results = {
+        "task": f"name -> color ({settings.source})",
+        "train_examples": len(train),
+        "test_examples": len(test),
+        "test_mean_rgb_distance": mean_distance(predicted, test.rgb, test.weights),
+        "test_mean_rgb_distance_of_mean_color": mean_distance(
+            prior_mean[None], test.rgb, test.weights
+        ),
+    }
+    samples = {
+        name: [round(float(v), 3) for v in rgb] for name, rgb in zip(EXAMPLE_NAMES, sample_colors)
+    }
+    return Evaluation(results, {"samples": samples})
+
+
+def train_from_arguments(args: Any, given: dict[str, Any]) -> None:
+    """``rnncells train name-to-color``: the run of the settings its flags
+    ``given``, then its results and samples."""
+    results = train_name_to_color(args.out, NameToColorSettings(**given), overwrite=args.overwrite)
     print(
         f"\nHeld-out names ({results['test_examples']}): mean sRGB distance "
         f"{results['test_mean_rgb_distance']:.3f} (always the mean color: "

@@ -25,12 +25,13 @@ from keras_rnncells.export.servable import Servable, model_servable, register_mo
 class App:
     """An application: ``model_class`` (the Keras model ``rnncells train``
     saves), ``servable`` (a trained model -> its `Servable`) and
-    ``train_from_arguments`` (what ``rnncells train NAME`` runs)."""
+    ``train_from_arguments`` (what ``rnncells train NAME`` runs, given the
+    parsed arguments and the settings the app's flags gave)."""
 
     name: str
     model_class: type
     servable: Callable[[Any], Servable]
-    train_from_arguments: Callable[[Any], None]
+    train_from_arguments: Callable[[Any, dict[str, Any]], None]
 
     @property
     def module(self) -> str:
@@ -50,7 +51,7 @@ def register_app(
     name: str,
     model_class: type,
     servable: Callable[[Any], Servable],
-    train_from_arguments: Callable[[Any], None],
+    train_from_arguments: Callable[[Any, dict[str, Any]], None],
 ) -> App:
     """Registers the application ``name``, called once by the module that
     `keras_rnncells.defaults.APPS` lists for it (it defines ``servable`` and

@@ -18,9 +18,9 @@ training split the classifier is fine-tuned on.
 from __future__ import annotations
 
 import csv
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 import numpy as np
@@ -48,12 +48,11 @@ from keras_rnncells.seq2seq.encoder import Encoder
 from keras_rnncells.text import SentencePieceTokenizer, Tokenizer, learn_tokenizer
 from keras_rnncells.text.vocabulary import UNK_ID
 from keras_rnncells.training import (
+    Evaluation,
+    Fit,
     ResumableRun,
     backed_up_epochs,
-    finish_run,
-    fit_run,
-    run_directory,
-    settings_from_arguments,
+    train_run,
 )
 
 LABELS = ("negative", "positive")
@@ -281,60 +280,88 @@ def train_sentiment(
 
     ``run_dir`` and ``overwrite``: as `keras_rnncells.training.run_directory`
     holds, resumes or refuses a run."""
-    with run_directory(run_dir, settings, overwrite) as run_dir:
-        keras.utils.set_random_seed(settings.seed)
-        splits = sentiment_splits(settings.dataset, root)
-        texts, labels = splits["train"]
-        if settings.train_size is not None:
-            order = np.random.default_rng(settings.seed).permutation(len(texts))[
-                : settings.train_size
-            ]
-            splits["train"] = texts, labels = [texts[i] for i in order], labels[order]
-        tokenizer = learn_tokenizer(
-            settings.tokenizer, texts, settings.vocabulary_size, max_length=settings.max_tokens
-        )
-        model = SentimentClassifier(
-            tokenizer,
-            settings.cell,
-            settings.units,
-            settings.embedding_dim,
-            settings.bidirectional,
-            dropout=settings.dropout,
-            cell_options=settings.cell_options,
-            word_dropout=settings.word_dropout,
-        )
-        model.compile(
-            keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
-            keras.losses.BinaryCrossentropy(from_logits=True),
-            metrics=[keras.metrics.BinaryAccuracy(threshold=0.0, name="accuracy")],
-        )
-        pretraining = pretrain_run(model, texts, settings, run_dir, verbose)
-        run = fit_run(
-            model,
-            text_dataset(splits["train"], settings.batch_size, settings.seed),
-            run_dir,
-            settings.epochs,
-            validation_data=text_dataset(splits["validation"], 256),
-            verbose=verbose,
-        )
-        test = model.evaluate(text_dataset(splits["test"], 256), return_dict=True, verbose=0)
-        tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
-        if isinstance(tokenizer, SentencePieceTokenizer):
-            tokenizer.save_model(run_dir / "tokenizer.model")
-        samples = ["a gripping, beautifully acted film", "dull and far too long"]
-        probabilities = model.predict_proba(tf.constant(samples)).numpy()
-        results = {
-            "task": f"sentiment ({settings.dataset})",
-            "test_examples": len(splits["test"][0]),
-            "test_accuracy": float(test["accuracy"]),
-            "test_loss": float(test["loss"]),
-            "vocabulary_size": tokenizer.vocabulary_size,
-            **run,
-            **({} if pretraining is None else {"pretraining": pretraining}),
-            "settings": asdict(settings),
-            "samples": {text: float(p) for text, p in zip(samples, probabilities)},
-        }
-        return finish_run(run_dir, model, results)
+    return train_run(
+        run_dir,
+        settings,
+        data=lambda: sentiment_data(settings, root),
+        build=lambda data, run_dir: build_classifier(settings, data, run_dir, verbose),
+        evaluate=lambda model, data, run_dir: evaluate_classifier(model, settings, data, run_dir),
+        overwrite=overwrite,
+        verbose=verbose,
+    )
+
+
+class SentimentData(NamedTuple):
+    """The data of a run: its splits of (texts, labels) and its tokenizer."""
+
+    splits: dict[str, tuple[list[str], np.ndarray]]
+    tokenizer: Tokenizer
+
+
+def sentiment_data(settings: SentimentSettings, root=None) -> SentimentData:
+    """The splits of ``settings.dataset`` (``train_size``: a random part of
+    the training split) and the tokenizer learned from the training texts."""
+    splits = sentiment_splits(settings.dataset, root)
+    texts, labels = splits["train"]
+    if settings.train_size is not None:
+        order = np.random.default_rng(settings.seed).permutation(len(texts))[: settings.train_size]
+        splits["train"] = texts, labels = [texts[i] for i in order], labels[order]
+    tokenizer = learn_tokenizer(
+        settings.tokenizer, texts, settings.vocabulary_size, max_length=settings.max_tokens
+    )
+    return SentimentData(splits, tokenizer)
+
+
+def build_classifier(
+    settings: SentimentSettings, data: SentimentData, run_dir: Path, verbose: int | str = "auto"
+) -> Fit:
+    """The compiled classifier of a run, its encoder pre-trained as
+    ``settings.pretrain`` asks (`pretrain_run`), and its batches."""
+    model = SentimentClassifier(
+        data.tokenizer,
+        settings.cell,
+        settings.units,
+        settings.embedding_dim,
+        settings.bidirectional,
+        dropout=settings.dropout,
+        cell_options=settings.cell_options,
+        word_dropout=settings.word_dropout,
+    )
+    model.compile(
+        keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
+        keras.losses.BinaryCrossentropy(from_logits=True),
+        metrics=[keras.metrics.BinaryAccuracy(threshold=0.0, name="accuracy")],
+    )
+    pretraining = pretrain_run(model, data.splits["train"][0], settings, run_dir, verbose)
+    return Fit(
+        model,
+        text_dataset(data.splits["train"], settings.batch_size, settings.seed),
+        validation=text_dataset(data.splits["validation"], 256),
+        record={} if pretraining is None else {"pretraining": pretraining},
+    )
+
+
+def evaluate_classifier(
+    model: SentimentClassifier, settings: SentimentSettings, data: SentimentData, run_dir: Path
+) -> Evaluation:
+    """The test accuracy of a trained classifier and its probabilities of two
+    sample texts; writes its vocabulary (and a SentencePiece tokenizer's model)."""
+    splits, tokenizer = data
+    test = model.evaluate(text_dataset(splits["test"], 256), return_dict=True, verbose=0)
+    tokenizer.save_vocabulary(run_dir / "vocabulary.txt")
+    if isinstance(tokenizer, SentencePieceTokenizer):
+        tokenizer.save_model(run_dir / "tokenizer.model")
+    samples = ["a gripping, beautifully acted film", "dull and far too long"]
+    probabilities = model.predict_proba(tf.constant(samples)).numpy()
+    results = {
+        "task": f"sentiment ({settings.dataset})",
+        "test_examples": len(splits["test"][0]),
+        "test_accuracy": float(test["accuracy"]),
+        "test_loss": float(test["loss"]),
+        "vocabulary_size": tokenizer.vocabulary_size,
+    }
+    details = {"samples": {text: float(p) for text, p in zip(samples, probabilities)}}
+    return Evaluation(results, details)
 
 
 def pretrain_run(
@@ -394,19 +421,10 @@ def backup_at_start(model: keras.Model, run_dir: Path) -> None:
     backup.save(0)
 
 
-def train_from_arguments(args: Any) -> None:
-    """``rnncells train sentiment``: the run, then its results and samples."""
-    settings = settings_from_arguments(
-        SentimentSettings,
-        args,
-        dataset=getattr(args, "dataset", None),
-        word_dropout=getattr(args, "word_dropout", None),
-        pretrain=getattr(args, "pretrain", None),
-        pretrain_epochs=getattr(args, "pretrain_epochs", None),
-        tokenizer=getattr(args, "tokenizer", None),
-    )
-    if settings.pretrain is None and getattr(args, "pretrain_epochs", None) is not None:
-        raise ValueError("--pretrain-epochs needs --pretrain lm or --pretrain autoencoder")
+def train_from_arguments(args: Any, given: dict[str, Any]) -> None:
+    """``rnncells train sentiment``: the run of the settings its flags
+    ``given``, then its results and samples."""
+    settings = SentimentSettings(**given)
     results = train_sentiment(args.out, settings, overwrite=args.overwrite)
     print(
         f"\nTest accuracy ({settings.dataset}, {results['test_examples']} texts): "

@@ -17,9 +17,9 @@ similarity to the targets after the teacher-forced epochs
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 import numpy as np
@@ -42,8 +42,8 @@ from keras_rnncells.export.servable import (
 from keras_rnncells.seq2seq.attention import SCORES
 from keras_rnncells.seq2seq.sequence_level import OBJECTIVES
 from keras_rnncells.seq2seq.text import TextSeq2Seq
-from keras_rnncells.text import SentencePieceTokenizer, learn_tokenizer
-from keras_rnncells.training import finish_run, fit_run, run_directory, settings_from_arguments
+from keras_rnncells.text import SentencePieceTokenizer, Tokenizer, learn_tokenizer
+from keras_rnncells.training import Evaluation, Fit, train_run
 
 # The tokenizers of `keras_rnncells.defaults.TOKENIZERS` that write dates back
 # exactly (WordPiece spaces out punctuation: "2026 - 11 - 21").
@@ -213,96 +213,117 @@ def train_date_normalizer(
 
     ``run_dir`` and ``overwrite``: as `keras_rnncells.training.run_directory`
     holds, resumes or refuses a run."""
-    with run_directory(run_dir, settings, overwrite) as run_dir:
-        keras.utils.set_random_seed(settings.seed)
-        sizes = (settings.train_size, settings.test_size, settings.validation_size, settings.seed)
-        if settings.dataset == "dates":
-            splits = date_splits(*sizes, typos=settings.typos)
-        else:
-            splits = meeting_splits(*sizes)
-        sources, targets = zip(*splits["train"])
-        source_tokenizer, target_tokenizer = (
-            learn_tokenizer(settings.tokenizer, texts, settings.vocabulary_size, lowercase=False)
-            for texts in (sources, targets)
-        )
-        model = TextSeq2Seq.from_tokenizers(
-            source_tokenizer,
-            target_tokenizer,
-            copy=settings.copy,
-            cell=settings.cell,
-            units=settings.units,
-            embedding_dim=settings.embedding_dim,
-            bidirectional=settings.bidirectional,
-            attention=settings.attention,
-            cell_options=settings.cell_options,
-            max_output_length=MAX_OUTPUT_LENGTH[settings.dataset],
-        )
-        model.compile(
-            keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
-            keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-            jit_compile=False,  # the fine-tuning's edit distance has no XLA kernel
-        )
-        epochs, phases = settings.epochs, []
-        if settings.finetune is not None:
-            phases = [model.fine_tune(settings.finetune, epochs, settings.finetune_samples)]
-            epochs += settings.finetune_epochs
-        run = fit_run(
-            model,
-            string_dataset(splits["train"], model, settings.batch_size, settings.seed),
-            run_dir,
-            epochs,
-            validation_data=string_dataset(splits["validation"], model, settings.batch_size),
-            verbose=verbose,
-            callbacks=phases,
-        )
-        test_sources, test_targets = (list(column) for column in zip(*splits["test"]))
-        greedy = translate_all(model, test_sources, beam_width=1)
-        beam = translate_all(model, test_sources, beam_width=settings.beam_width)
-        late = {}
-        if "test_years" in splits:  # meetings after the training years
-            late_sources, late_targets = (list(c) for c in zip(*splits["test_years"]))
-            late_outputs = translate_all(model, late_sources, beam_width=1)
-            late = {"exact_match_greedy_test_years": exact_match(late_outputs, late_targets)}
-        for side, tokenizer in (("source", source_tokenizer), ("target", target_tokenizer)):
-            tokenizer.save_vocabulary(run_dir / f"{side}_vocabulary.txt")
-            if isinstance(tokenizer, SentencePieceTokenizer):
-                tokenizer.save_model(run_dir / f"{side}_tokenizer.model")
-        examples = list(EXAMPLES[settings.dataset])
-        samples = dict(zip(examples, translate_all(model, examples, settings.beam_width)))
-        copying = ", copy mechanism" if settings.copy else ""
-        results = {
-            "task": f"{TASKS[settings.dataset]} ({settings.tokenizer} tokens{copying})",
-            "test_examples": len(test_targets),
-            "exact_match_greedy": exact_match(greedy, test_targets),
-            f"exact_match_beam{settings.beam_width}": exact_match(beam, test_targets),
-            "mean_edit_distance_greedy": mean_edit_distance(greedy, test_targets),
-            **late,
-            **run,
-            "settings": asdict(settings),
-            "samples": samples,
-            "test_errors": [
-                {"source": s, "target": t, "output": o}
-                for s, t, o in zip(test_sources, test_targets, greedy)
-                if o != t
-            ][:20],
-        }
-        return finish_run(run_dir, model, results)
-
-
-def train_from_arguments(args: Any) -> None:
-    """``rnncells train seq2seq``: the run, then its results and samples."""
-    settings = settings_from_arguments(
-        DateSettings,
-        args,
-        tokenizer=getattr(args, "tokenizer", None),
-        dataset=getattr(args, "dataset", None),
-        copy=getattr(args, "copy", None),
-        typos=getattr(args, "typos", None),
-        finetune=getattr(args, "finetune", None),
-        finetune_epochs=getattr(args, "finetune_epochs", None),
+    return train_run(
+        run_dir,
+        settings,
+        data=lambda: date_data(settings),
+        build=lambda data, run_dir: build_normalizer(settings, data),
+        evaluate=lambda model, data, run_dir: evaluate_normalizer(model, settings, data, run_dir),
+        overwrite=overwrite,
+        verbose=verbose,
     )
-    if settings.finetune is None and getattr(args, "finetune_epochs", None) is not None:
-        raise ValueError("--finetune-epochs needs --finetune reinforce or --finetune mrt")
+
+
+class DateData(NamedTuple):
+    """The data of a run: its splits of (source, target) pairs and the
+    tokenizers of both sides."""
+
+    splits: dict[str, list[tuple[str, str]]]
+    source_tokenizer: Tokenizer
+    target_tokenizer: Tokenizer
+
+
+def date_data(settings: DateSettings) -> DateData:
+    """The generated splits of ``settings.dataset`` and the tokenizers
+    learned from the training pairs."""
+    sizes = (settings.train_size, settings.test_size, settings.validation_size, settings.seed)
+    if settings.dataset == "dates":
+        splits = date_splits(*sizes, typos=settings.typos)
+    else:
+        splits = meeting_splits(*sizes)
+    sources, targets = zip(*splits["train"])
+    source_tokenizer, target_tokenizer = (
+        learn_tokenizer(settings.tokenizer, texts, settings.vocabulary_size, lowercase=False)
+        for texts in (sources, targets)
+    )
+    return DateData(splits, source_tokenizer, target_tokenizer)
+
+
+def build_normalizer(settings: DateSettings, data: DateData) -> Fit:
+    """The compiled encoder-decoder of a run and its batches; with
+    ``finetune``, the epochs of sequence-level training after the teacher-forced ones."""
+    model = TextSeq2Seq.from_tokenizers(
+        data.source_tokenizer,
+        data.target_tokenizer,
+        copy=settings.copy,
+        cell=settings.cell,
+        units=settings.units,
+        embedding_dim=settings.embedding_dim,
+        bidirectional=settings.bidirectional,
+        attention=settings.attention,
+        cell_options=settings.cell_options,
+        max_output_length=MAX_OUTPUT_LENGTH[settings.dataset],
+    )
+    model.compile(
+        keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        jit_compile=False,  # the fine-tuning's edit distance has no XLA kernel
+    )
+    epochs, phases = settings.epochs, ()
+    if settings.finetune is not None:
+        phases = (model.fine_tune(settings.finetune, epochs, settings.finetune_samples),)
+        epochs += settings.finetune_epochs
+    return Fit(
+        model,
+        string_dataset(data.splits["train"], model, settings.batch_size, settings.seed),
+        validation=string_dataset(data.splits["validation"], model, settings.batch_size),
+        epochs=epochs,
+        callbacks=phases,
+    )
+
+
+def evaluate_normalizer(
+    model: TextSeq2Seq, settings: DateSettings, data: DateData, run_dir: Path
+) -> Evaluation:
+    """Exact match and edit distance of a trained model on the test pairs
+    (and, for meetings, on the later years), its outputs of `EXAMPLES` and
+    its first errors; writes the vocabularies (and SentencePiece models)."""
+    splits = data.splits
+    test_sources, test_targets = (list(column) for column in zip(*splits["test"]))
+    greedy = translate_all(model, test_sources, beam_width=1)
+    beam = translate_all(model, test_sources, beam_width=settings.beam_width)
+    late = {}
+    if "test_years" in splits:  # meetings after the training years
+        late_sources, late_targets = (list(c) for c in zip(*splits["test_years"]))
+        late_outputs = translate_all(model, late_sources, beam_width=1)
+        late = {"exact_match_greedy_test_years": exact_match(late_outputs, late_targets)}
+    for side, tokenizer in (("source", data.source_tokenizer), ("target", data.target_tokenizer)):
+        tokenizer.save_vocabulary(run_dir / f"{side}_vocabulary.txt")
+        if isinstance(tokenizer, SentencePieceTokenizer):
+            tokenizer.save_model(run_dir / f"{side}_tokenizer.model")
+    examples = list(EXAMPLES[settings.dataset])
+    samples = dict(zip(examples, translate_all(model, examples, settings.beam_width)))
+    copying = ", copy mechanism" if settings.copy else ""
+    results = {
+        "task": f"{TASKS[settings.dataset]} ({settings.tokenizer} tokens{copying})",
+        "test_examples": len(test_targets),
+        "exact_match_greedy": exact_match(greedy, test_targets),
+        f"exact_match_beam{settings.beam_width}": exact_match(beam, test_targets),
+        "mean_edit_distance_greedy": mean_edit_distance(greedy, test_targets),
+        **late,
+    }
+    errors = [
+        {"source": s, "target": t, "output": o}
+        for s, t, o in zip(test_sources, test_targets, greedy)
+        if o != t
+    ][:20]
+    return Evaluation(results, {"samples": samples, "test_errors": errors})
+
+
+def train_from_arguments(args: Any, given: dict[str, Any]) -> None:
+    """``rnncells train seq2seq``: the run of the settings its flags
+    ``given``, then its results and samples."""
+    settings = DateSettings(**given)
     results = train_date_normalizer(args.out, settings, overwrite=args.overwrite)
     beam = f"exact_match_beam{settings.beam_width}"
     held_out = "dates" if settings.dataset == "dates" else "notes, names"

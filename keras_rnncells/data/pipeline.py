@@ -8,15 +8,15 @@ zero-padded to their bucket's length.
 
 A shuffled pipeline orders epoch ``e`` by ``(seed, e)`` alone, not by how many
 times this process has iterated it: every new iteration takes the next value
-of the pipeline's counter (from 0), which `set_shuffle_epoch` sets for every
-pipeline; a resumed run sets it to the epoch it resumes at
-(`keras_rnncells.training.ResumableRun`), so it sees the orders an
-uninterrupted run sees. Without a resume, iteration ``i`` is epoch ``i``.
+of the pipeline's own counter (from 0), which `set_shuffle_epoch` sets for the
+pipelines one dataset reads and no other; a resumed run sets it to the epoch it
+resumes at (`keras_rnncells.training.ResumableRun`, for its training data), so
+it sees the orders an uninterrupted run sees. Without a resume, iteration ``i``
+is epoch ``i``.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,15 +40,34 @@ def subset(count: int, limit: int | None) -> np.ndarray:
     return np.sort(np.random.default_rng(SUBSET_SEED).permutation(count)[:limit])
 
 
-# The epoch counter of every live shuffled pipeline, by id (tf.Variable is unhashable).
-_counters: weakref.WeakValueDictionary[int, tf.Variable] = weakref.WeakValueDictionary()
+# The attribute of `example_indices`'s dataset that holds its epoch counter.
+COUNTER = "_keras_rnncells_shuffle_epoch"
 
 
-def set_shuffle_epoch(epoch: int) -> None:
-    """The next iteration of every shuffled pipeline takes the order of ``epoch``."""
+def shuffle_counters(dataset: tf.data.Dataset) -> list[tf.Variable]:
+    """The epoch counters of the shuffled pipelines (`example_indices`) that
+    ``dataset`` reads, found through the datasets it transforms."""
+    counters, seen, todo = [], set(), [dataset]
+    while todo:
+        node = todo.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            if (counter := getattr(node, COUNTER, None)) is not None:
+                counters.append(counter)
+            todo.extend(node._inputs())  # tf.data's own list of a dataset's inputs
+    return counters
+
+
+def set_shuffle_epoch(dataset: tf.data.Dataset, epoch: int) -> None:
+    """The next iteration of ``dataset`` takes the order of ``epoch``: sets the
+    counter of each shuffled pipeline it reads; other pipelines keep theirs."""
+    if not isinstance(dataset, tf.data.Dataset):
+        raise ValueError(
+            f"Argument `dataset` must be a tf.data.Dataset, received: {type(dataset).__name__}"
+        )
     if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
         raise ValueError(f"Argument `epoch` must be a non-negative integer, received: {epoch!r}")
-    for counter in list(_counters.values()):
+    for counter in shuffle_counters(dataset):
         counter.assign(int(epoch))
 
 
@@ -58,14 +77,15 @@ def example_indices(count: int, shuffle_seed: int | None) -> tf.data.Dataset:
         return tf.data.Dataset.range(count)
     with tf.init_scope(), tf.device("/CPU:0"):  # a plain variable, even inside a tf.function
         counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="shuffle_epoch")
-    _counters[id(counter)] = counter
 
     def permutation(_: tf.Tensor) -> tf.Tensor:
         epoch = counter.assign_add(1) - 1
         seed = tf.stack([tf.constant(shuffle_seed, tf.int64), epoch])
         return tf.random.experimental.stateless_shuffle(tf.range(count, dtype=tf.int64), seed)
 
-    return tf.data.Dataset.from_tensors(0).map(permutation).unbatch()
+    indices = tf.data.Dataset.from_tensors(0).map(permutation).unbatch()
+    setattr(indices, COUNTER, counter)  # found by `shuffle_counters`
+    return indices
 
 
 def shuffled_slices(tensors: Any, shuffle_seed: int | None) -> tf.data.Dataset:
