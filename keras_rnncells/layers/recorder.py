@@ -97,9 +97,11 @@ def traced_step(cell, projected, states, recorder, recurrent_mask, training) -> 
 
 def masked_kernel(cell, columns, recurrent_mask) -> tf.Tensor:
     """The ``columns`` of ``cell``'s recurrent kernel, times this call's
-    DropConnect mask if any, in the cell's compute dtype."""
+    DropConnect mask if any, in the cell's compute dtype: a tensor read within
+    the scope (the whole kernel unmasked is the variable itself, which would
+    read in its own dtype outside it)."""
     with compute_dtype_scope(cell):
-        return cell.recurrent_kernel_columns(columns, recurrent_mask)
+        return tf.convert_to_tensor(cell.recurrent_kernel_columns(columns, recurrent_mask))
 
 
 def packed(template, tensors):
