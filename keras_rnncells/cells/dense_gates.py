@@ -7,6 +7,7 @@ Their options: ``layer_norm`` (here) and ``batch_norm``
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -329,6 +330,37 @@ class GatedCell(DenseGatesCell):
         if name != "sigmoid":
             conflicts.append(f"recurrent_activation={name!r}")
         return conflicts
+
+    def keras_cudnn(
+        self,
+        kernel: str,
+        sequences: Tensor,
+        states: Sequence[Tensor],
+        mask: Tensor | None,
+        go_backwards: bool,
+        return_sequences: bool,
+        **options: Any,
+    ) -> tuple:
+        """Keras' ``gru`` or ``lstm`` (``kernel``) of its TensorFlow backend,
+        which runs cuDNN's kernel, on this cell's weights and activations:
+        ``(last_output, outputs, new_states)``. The backend module is imported
+        by its name: ``keras.src.backend.tensorflow`` binds ``rnn`` to the
+        module's function of that name. ``options``: the kernel's own
+        (the GRU's ``reset_after``)."""
+        backend = importlib.import_module("keras.src.backend.tensorflow.rnn")
+        return getattr(backend, kernel)(
+            sequences,
+            *states,
+            mask,
+            kernel=self.kernel,
+            recurrent_kernel=self.recurrent_kernel,
+            bias=self.bias,
+            activation=self.activation,
+            recurrent_activation=self.recurrent_activation,
+            return_sequences=return_sequences,
+            go_backwards=go_backwards,
+            **options,
+        )
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import Any
 
 from keras import ops
 
 from keras_rnncells.cells.dense_gates import GatedCell
 from keras_rnncells.cells.registry import register_cell
-
-
-def tf_backend() -> ModuleType:
-    """Keras' TensorFlow RNN module, whose ``gru`` and ``lstm`` run cuDNN's
-    kernels. Imported by its module name: ``keras.src.backend.tensorflow``
-    binds the name ``rnn`` to the module's ``rnn`` function."""
-    return importlib.import_module("keras.src.backend.tensorflow.rnn")
-
 
 # Keras 1 and 2's kernel choices, which keras.layers.GRUCell and LSTMCell
 # accept (and ignore): so do ours.
@@ -104,17 +94,13 @@ class GRUCell(GatedCell):
         return reset_before + super().cudnn_conflicts()
 
     def cudnn_loop(self, sequences, initial_state, mask, go_backwards, return_sequences):
-        return tf_backend().gru(
+        return self.keras_cudnn(
+            "gru",
             sequences,
-            initial_state[0],
+            initial_state[:1],
             mask,
-            kernel=self.kernel,
-            recurrent_kernel=self.recurrent_kernel,
-            bias=self.bias,
-            activation=self.activation,
-            recurrent_activation=self.recurrent_activation,
-            return_sequences=return_sequences,
-            go_backwards=go_backwards,
+            go_backwards,
+            return_sequences,
             reset_after=True,
         )
 

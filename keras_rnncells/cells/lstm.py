@@ -7,7 +7,7 @@ from typing import Any
 from keras import ops
 
 from keras_rnncells.cells.dense_gates import GatedCell
-from keras_rnncells.cells.gru import pop_legacy_implementation, tf_backend
+from keras_rnncells.cells.gru import pop_legacy_implementation
 from keras_rnncells.cells.registry import register_cell
 
 
@@ -74,18 +74,8 @@ class LSTMCell(GatedCell):
         return h, [h, c]
 
     def cudnn_loop(self, sequences, initial_state, mask, go_backwards, return_sequences):
-        return tf_backend().lstm(
-            sequences,
-            initial_state[0],
-            initial_state[1],
-            mask,
-            kernel=self.kernel,
-            recurrent_kernel=self.recurrent_kernel,
-            bias=self.bias,
-            activation=self.activation,
-            recurrent_activation=self.recurrent_activation,
-            return_sequences=return_sequences,
-            go_backwards=go_backwards,
+        return self.keras_cudnn(
+            "lstm", sequences, initial_state[:2], mask, go_backwards, return_sequences
         )
 
     def get_config(self):
