@@ -3,7 +3,7 @@ and the portable loop's unrolling against none.
 
 On a CPU, ``keras_rnncells.RNN``'s fused path runs a batch as one loop per
 core, each over its own rows, with at least ``LOOP_MIN_ROWS`` rows per loop
-(``keras_rnncells/layers/rnn.py: loop_count``). This script measures that rule
+(``keras_rnncells/layers/fused.py: loop_count``). This script measures that rule
 against a single loop over the whole batch, for our GRU, LSTM and MGU, at
 several batch sizes, with Keras' own GRU and LSTM as references and, for the
 forward pass, Keras' loop over our cell (``implementation="generic"``), in one
@@ -18,8 +18,8 @@ rule's loops with the shipped value. The forward pass is also traced with
 ``fused.PORTABLE_UNROLL`` set to 1 (one step an iteration of the portable
 loop, as before the unrolling) beside the shipped value, and with the
 recurrent products in column blocks in every loop (``portable_loop.ColumnBlocks``,
-which the rule keeps for a loop that runs alone, where ``portable_loop.blocks_pay``
-finds them faster on the host; here taken whatever it finds). Within each batch
+which a layer made with ``column_blocks=True`` takes in a loop that runs alone;
+off by default). Within each batch
 size, ``--repeats`` round-robin rounds call every function once; the table
 shows the medians.
 
@@ -44,7 +44,7 @@ import tensorflow as tf
 
 import keras_rnncells
 from benchmarks.speed import int_list, layer_functions, output_path, save_json, time_call
-from keras_rnncells.layers import fused, portable_loop, rnn
+from keras_rnncells.layers import fused, rnn
 
 OURS = {"GRU": keras_rnncells.GRU, "LSTM": keras_rnncells.LSTM, "MGU": keras_rnncells.MGU}
 REFERENCE = {"GRU": "GRU", "LSTM": "LSTM", "MGU": "GRU"}  # Keras' layer each is compared with
@@ -77,17 +77,11 @@ def traced(
     with a least row count per loop above the batch size; not ``unrolled``
     or ``blocked``: the forward alone, traced with one step an iteration of
     the portable loop, or with column blocks in each of its loops."""
-    shipped = (
-        rnn.LOOP_MIN_ROWS,
-        fused.PORTABLE_UNROLL,
-        rnn.fused_recurrence,
-        portable_loop.blocks_pay,
-    )
-    rnn.LOOP_MIN_ROWS = x.shape[0] + 1 if one_loop else shipped[0]
+    shipped = (fused.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL, rnn.fused_recurrence)
+    fused.LOOP_MIN_ROWS = x.shape[0] + 1 if one_loop else shipped[0]
     fused.PORTABLE_UNROLL = shipped[1] if unrolled else 1
     if blocked:
         rnn.fused_recurrence = functools.partial(blocked_recurrence, shipped[2])
-        portable_loop.blocks_pay = always_blocks
     try:
         layer = make()
         layer.build(x.shape)
@@ -98,23 +92,14 @@ def traced(
             for _ in range(2):
                 function(x).numpy()
     finally:
-        (
-            rnn.LOOP_MIN_ROWS,
-            fused.PORTABLE_UNROLL,
-            rnn.fused_recurrence,
-            portable_loop.blocks_pay,
-        ) = shipped
+        fused.LOOP_MIN_ROWS, fused.PORTABLE_UNROLL, rnn.fused_recurrence = shipped
     return functions
 
 
 def blocked_recurrence(recurrence: Callable, *args, **kwargs):
-    """``recurrence`` (``fused.fused_recurrence``) with column blocks in every loop."""
+    """``recurrence`` (``fused.fused_recurrence``) with column blocks in every
+    loop, whatever the layer's ``column_blocks``."""
     return recurrence(*args, **{**kwargs, "blocked": True})
-
-
-def always_blocks(depth: int, widths: tuple[int, ...]) -> bool:
-    """``portable_loop.blocks_pay`` answering yes, whatever this host's timing."""
-    return True
 
 
 def measure(batch: int, args: argparse.Namespace) -> list[dict]:
@@ -162,7 +147,7 @@ def loops_in_a_graph(batch: int, steps: int) -> dict[str, int]:
     (portable loops) and training step (compiled loops); eagerly, one."""
     with tf.Graph().as_default():
         return {
-            mode: rnn.loop_count(batch, steps, compiled=mode == "train")
+            mode: fused.loop_count(batch, steps, compiled=mode == "train")
             for mode in ("fwd", "train")
         }
 
@@ -210,8 +195,8 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     args = parse_args(argv)
     print(
         f"T {args.steps}, input {args.input}, units {args.units}, float32, "
-        f"{rnn.executor_cores()} executor cores, LOOP_MIN_ROWS {rnn.LOOP_MIN_ROWS}, "
-        f"PORTABLE_MIN_ROW_STEPS {rnn.PORTABLE_MIN_ROW_STEPS}, "
+        f"{fused.executor_cores()} executor cores, LOOP_MIN_ROWS {fused.LOOP_MIN_ROWS}, "
+        f"PORTABLE_MIN_ROW_STEPS {fused.PORTABLE_MIN_ROW_STEPS}, "
         f"PORTABLE_UNROLL {fused.PORTABLE_UNROLL}, "
         f"median of {args.repeats} rounds; vs Keras: per core over keras.layers.GRU "
         "(GRU, MGU) or keras.layers.LSTM (LSTM)\n"

@@ -14,16 +14,16 @@ them, with orthogonal kernels (the state's norm stays put):
 
 Each bound loop is shaped as the portable loop is (``layers/fused.py``):
 ``PORTABLE_UNROLL`` steps an iteration and the batch split into
-``rnn.loop_count`` loops over their own rows, run at once by the executor.
+``fused.loop_count`` loops over their own rows, run at once by the executor.
 Beside them, an MGU forward pass written as plainly as TensorFlow ops allow,
 shaped the same way: what it takes beyond the matmuls is the step's gate math,
 its reads and writes and the loop, which any loop of TensorFlow ops pays.
 
 A second table times each op of a step alone in a loop, at one row (a batch of
-1, as served), at a loop's rows, at the batch, at ``fused.BLOCK_ROWS`` rows and
-twice that: among them the GRU's units x 3·units recurrent product whole and
-in the column blocks that the portable loop runs a product of at most
-``BLOCK_ROWS`` rows as (``fused.column_blocks``).
+1, as served), at a loop's rows, at the batch, at ``portable_loop.BLOCK_ROWS``
+rows and twice that: among them the GRU's units x 3·units recurrent product
+whole and in the column blocks that a portable loop with column blocks runs a
+product of at most ``BLOCK_ROWS`` rows as (``portable_loop.column_blocks``).
 
 Usage (from the repository root)::
 
@@ -44,9 +44,8 @@ import tensorflow as tf
 
 import keras_rnncells
 from benchmarks.speed import MGU_FWD_VS_GRU, layer_functions, round_robin
-from keras_rnncells.layers.fused import row_counts
+from keras_rnncells.layers.fused import loop_count, row_counts
 from keras_rnncells.layers.portable_loop import BLOCK_ROWS, PORTABLE_UNROLL, column_blocks
-from keras_rnncells.layers.rnn import loop_count
 
 # The recurrent products of one step, in order: each takes the previous one's
 # first `units` columns. The multiple of `units` is each product's width.
@@ -63,7 +62,7 @@ REFERENCE = "keras.layers.GRU"
 # The ops of a step timed alone (`op_costs`), each applied to the (rows, units)
 # state ``h`` with ``kernels``: "units" (units, units), "wide" (units, 3·units, the
 # GRU's recurrent kernel) and "blocks" (the wide kernel's column blocks, as
-# `fused.column_blocks` splits it), ``gain`` (rows, units, values near 1) and
+# `portable_loop.column_blocks` splits it), ``gain`` (rows, units, values near 1) and
 # ``sequence`` (steps, rows, units) at step ``t``.
 STEP_OPS = {
     "MatMul (units x units)": lambda h, kernels, gain, sequence, t: tf.matmul(h, kernels["units"]),
@@ -183,7 +182,7 @@ def op_loop(op: Callable | None, rows: int, units: int) -> Callable:
     kernels = {
         "units": orthogonal(units, 1),
         "wide": wide,
-        "blocks": tf.split(wide, column_blocks(wide), axis=1),
+        "blocks": tf.split(wide, column_blocks(*wide.shape), axis=1),
     }
     gain = tf.random.uniform((rows, units), 0.999, 1.001)
     sequence = tf.random.uniform((ITERATIONS * OPS_AN_ITERATION, rows, units), -1, 1)

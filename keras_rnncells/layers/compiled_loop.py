@@ -13,29 +13,48 @@ import contextlib
 import tensorflow as tf
 from keras import tree
 
-from keras_rnncells.layers.loop import first_step, masked, run_forward
-from keras_rnncells.layers.plan import columns_of, probe_step, state_aliases, unshared
-from keras_rnncells.layers.recorder import MatmulRecorder, masked_kernel, packed, traced_step
+from keras_rnncells.layers.loop import loop_plan, masked, run_forward
+from keras_rnncells.layers.plan import check_products, columns_of
+from keras_rnncells.layers.recorder import (
+    MatmulRecorder,
+    loop_kernels,
+    packed,
+    replayed_products,
+    traced_step,
+)
 
 
 @tf.function(jit_compile=True, autograph=False)
-def forward(cell, projected, states, mask, recurrent_mask, flags, record, output):
-    return run_forward(cell, projected, states, mask, recurrent_mask, flags, record, output=output)
+def forward(cell, step_plan, projected, states, mask, recurrent_mask, flags, record, output):
+    return run_forward(
+        cell, step_plan, projected, states, mask, recurrent_mask, flags, record, output=output
+    )
 
 
 @tf.function(jit_compile=True, autograph=False)
 def backward(
-    cell, projected, states0, saved, upstream, variables, mask, recurrent_mask, flags, output
+    cell,
+    step_plan,
+    projected,
+    states0,
+    saved,
+    upstream,
+    variables,
+    mask,
+    recurrent_mask,
+    flags,
+    output,
 ):
     """The gradients of the projected inputs, the initial states,
     ``variables`` and the output before the first step (``output``, zeros
-    where None). ``projected`` is read only if ``saved`` is None (the forward
-    ran without recording): the loop replays each step from the saved replay
-    inputs (`run_forward`), so the projected sequence need not be kept for it."""
+    where None), for the step of ``step_plan`` (the forward's). ``projected``
+    is read only if ``saved`` is None (the forward ran without recording): the
+    loop replays each step from the saved replay inputs (`run_forward`), so
+    the projected sequence need not be kept for it."""
     training, zero_output_for_mask, return_sequences, template = flags
     if saved is None:  # the forward ran without recording (training=False)
         _, saved = run_forward(
-            cell, projected, states0, mask, recurrent_mask, flags, True, output=output
+            cell, step_plan, projected, states0, mask, recurrent_mask, flags, True, output=output
         )
     saved_states, saved_prev_outputs, matmul_inputs, replay_inputs, saved_parts = saved
     d_last, d_outputs, d_states = upstream[0], upstream[1], list(upstream[2:])
@@ -46,20 +65,16 @@ def backward(
     def arrays(tensors):
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape[1:]) for x in tensors]
 
-    probe_states = [first_step(s) for s in saved_states]
-    probe_px = [first_step(r) for r in replay_inputs]
-    probe, parts = probe_step(
-        cell, template, probe_px, probe_states, recurrent_mask, training, True
-    )
-    stored = unshared(parts)  # the loop stores these parts' gradients
+    stored = step_plan.saved  # the loop stores these parts' gradients
     unaliased = iter(matmul_inputs)
     matmul_inputs = [
-        next(unaliased) if j is None else saved_states[j]
-        for j in state_aliases(probe.inputs, probe_states)
+        next(unaliased) if product.state is None else saved_states[product.state]
+        for product in step_plan.products
     ]
+    kernels = loop_kernels(cell, [p.columns for p in step_plan.products], recurrent_mask)
     transposed = {
         columns: tf.transpose(tf.cast(kernel, cell.compute_dtype))
-        for columns, kernel in probe.kernels.items()
+        for columns, kernel in kernels.items()
     }
 
     def replayed_outputs(px, t):
@@ -68,10 +83,10 @@ def backward(
         another part is read back."""
         read = iter([p[t] for p in saved_parts])
         outputs = []
-        for each in parts:
+        for product in step_plan.products:
             pieces = [
-                next(read) if part.shared is None else tf.zeros_like(px[part.shared])
-                for part in each
+                next(read) if part.added_to is None else tf.zeros_like(px[part.added_to])
+                for part in product.parts
             ]
             outputs.append(pieces[0] if len(pieces) == 1 else tf.concat(pieces, axis=-1))
         return outputs
@@ -84,10 +99,12 @@ def backward(
         keep = None if mask is None else mask[t][:, None]
         with tf.GradientTape(watch_accessed_variables=False) as tape:
             tape.watch([px, states, prev, variables])
-            recorder = MatmulRecorder(replayed_outputs(px, t), tape, probe.kernels, transposed)
+            replayed = replayed_products(transposed, replayed_outputs(px, t), tape)
+            recorder = MatmulRecorder(replayed)
             output, new_states = traced_step(
                 cell, packed(template, px), states, recorder, recurrent_mask, training
             )
+            check_products(step_plan, recorder)
             output, new_states = masked(
                 output, new_states, states, (prev or [None])[0], keep, zero_output_for_mask
             )
@@ -124,17 +141,19 @@ def backward(
     )
     d_projected = [d.stack() for d in d_projected]
     d_parts = iter([d.stack() for d in d_parts])
-    # The recurrent matmuls' weight gradient: one matmul over all steps per part.
+    # The recurrent matmuls' weight gradient: one matmul over all steps per part,
+    # the kernel read again on the tape (in the compute dtype: `loop_kernels`).
     with tf.GradientTape(watch_accessed_variables=False) as tape:
         tape.watch(variables)
         products, d_products = [], []
-        for h, columns, each in zip(matmul_inputs, probe.columns, parts):
+        kernels = loop_kernels(cell, [p.columns for p in step_plan.products], recurrent_mask)
+        for h, product in zip(matmul_inputs, step_plan.products):
             flat = tf.reshape(h, (-1, h.shape[-1]))
-            kernel = masked_kernel(cell, columns, recurrent_mask)
-            for part in each:
-                block = kernel if len(each) == 1 else kernel[:, part.start : part.stop]
+            kernel = kernels[product.columns]
+            for part in product.parts:
+                block = kernel if len(product.parts) == 1 else kernel[:, part.start : part.stop]
                 products.append(tf.matmul(flat, block))
-                d = next(d_parts) if part.shared is None else d_projected[part.shared]
+                d = next(d_parts) if part.added_to is None else d_projected[part.added_to]
                 d_products.append(tf.reshape(d, tf.shape(products[-1])))
     g_kernel = tape.gradient(
         products,
@@ -165,6 +184,7 @@ def differentiable_recurrence(cell, projected, states, mask, recurrent_mask, fla
     # A graph function even when called eagerly: an XLA function called
     # eagerly under a GradientTape would be asked for its TensorLists.
     n, record = len(projected), flags[0]
+    step_plan = loop_plan(cell, projected, states, recurrent_mask, flags)  # read by both loops
     given = [] if output is None else [output]  # differentiated where given
     stop = n + len(states)
     replica = tf.distribute.get_replica_context() if tf.distribute.has_strategy() else None
@@ -173,7 +193,15 @@ def differentiable_recurrence(cell, projected, states, mask, recurrent_mask, fla
     def recurrence(*inputs):
         before = inputs[stop] if given else None
         result, saved = forward(
-            cell, inputs[:n], inputs[n:stop], mask, recurrent_mask, flags, record, before
+            cell,
+            step_plan,
+            inputs[:n],
+            inputs[n:stop],
+            mask,
+            recurrent_mask,
+            flags,
+            record,
+            before,
         )
 
         def grad(*upstream, variables=()):
@@ -184,6 +212,7 @@ def differentiable_recurrence(cell, projected, states, mask, recurrent_mask, fla
             with forward_replica(replica, variables):
                 d_projected, d_states, d_vars, d_output = backward(
                     cell,
+                    step_plan,
                     None if record else inputs[:n],
                     inputs[n:stop],
                     saved if record else None,

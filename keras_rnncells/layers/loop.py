@@ -9,21 +9,22 @@ from __future__ import annotations
 import tensorflow as tf
 from keras import tree
 
-from keras_rnncells.layers.plan import (
-    columns_of,
-    probe_step,
-    sharing,
-    state_aliases,
-    unshared,
-)
+from keras_rnncells.layers.plan import Plan, check_products, columns_of, plan
 from keras_rnncells.layers.portable_loop import (
+    ColumnBlocks,
     joined_inputs,
     scattering,
     steps_of,
     written_at,
     written_part,
 )
-from keras_rnncells.layers.recorder import MatmulRecorder, packed, traced_step
+from keras_rnncells.layers.recorder import (
+    MatmulRecorder,
+    loop_kernels,
+    loop_products,
+    packed,
+    traced_step,
+)
 
 
 def stacked(outputs: tf.TensorArray, zeros: tf.Tensor) -> tf.Tensor:
@@ -67,12 +68,6 @@ def at(tensor: tf.Tensor, t: tf.Tensor) -> tf.Tensor:
     is a ``StridedSlice`` with three ``Pack`` and an ``AddV2`` for its bounds,
     each an op of every step in TensorFlow's executor (the portable loop)."""
     return tf.gather(tensor, t)
-
-
-def first_step(tensor):
-    """Zeros shaped like one step of time-major ``tensor``: what a probe step
-    is traced on (it only finds the recurrent matmuls), valid for 0 steps too."""
-    return tf.ensure_shape(tf.zeros(tf.shape(tensor)[1:], tensor.dtype), tensor.shape[1:])
 
 
 def masked(output, new_states, states, prev_output, keep, zero_output_for_mask) -> tuple:
@@ -166,8 +161,19 @@ def stepped_loop(
     return [*stacks, (written_part(outputs, rest), 1)], tuple(carry)
 
 
+def loop_plan(cell, projected, states, recurrent_mask, flags, blocked=False) -> Plan:
+    """The `plan.plan` of a loop over time-major ``projected`` (flat) from
+    ``states``, with the static ``flags`` of `recurrence_flags`; ``blocked``:
+    a portable loop that runs alone with column blocks."""
+    template, training = flags[3], flags[0]
+    step_inputs = [tf.TensorSpec(x.shape[1:], x.dtype) for x in projected]
+    state_specs = [tf.TensorSpec(s.shape, s.dtype) for s in states]
+    return plan(cell, packed(template, step_inputs), state_specs, recurrent_mask, training, blocked)
+
+
 def run_forward(
     cell,
+    step_plan,
     projected,
     states,
     mask,
@@ -175,48 +181,46 @@ def run_forward(
     flags,
     record,
     unroll=1,
-    blocked=False,
     output=None,
 ):
-    """The forward loop; returns (last_output, outputs, states) and, if
+    """The forward loop of ``cell``'s step, as ``step_plan`` (`loop_plan`)
+    lists its products; returns (last_output, outputs, states) and, if
     ``record``, the per-step tensors the backward loop needs. ``unroll`` > 1
     (the portable loop): a loop of ``unroll`` steps an iteration, then one of
-    the remaining steps. ``blocked`` (the portable loop, alone): recurrent
-    products of few rows in column blocks (`ColumnBlocks`). ``output``: the
-    output before the first step, which a masked step emits again (zeros
-    where None)."""
+    the remaining steps. ``output``: the output before the first step, which a
+    masked step emits again (zeros where None)."""
     training, zero_output_for_mask, return_sequences, template = flags
     steps = tf.shape(projected[0])[0]
     batch = tf.shape(states[0])[0]
     zeros = tf.zeros((batch, cell.output_size), states[0].dtype)
     carries_output = mask is not None and not zero_output_for_mask
+    products = step_plan.products
 
     def step_arrays(tensors):
         return [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape) for x in tensors]
 
-    probe_px = [first_step(p) for p in projected]
+    def arrays_of(specs):
+        return [tf.TensorArray(dtype, size=steps, element_shape=shape) for shape, dtype in specs]
+
     joining = unroll > 1 and not tf.executing_eagerly()  # a portable loop in a graph
-    probe, parts = probe_step(
-        cell, template, probe_px, states, recurrent_mask, training, record or joining, blocked
-    )
-    joins, joined = joined_inputs(cell, parts, projected) if joining else ({}, set())
-    aliases = state_aliases(probe.inputs, list(states))
-    shared, saved_parts = sharing(parts, len(projected)), unshared(parts)
+    joins, joined = (joined_inputs(step_plan, projected), step_plan.joined) if joining else ({}, ())
+    kernels = loop_kernels(cell, [product.columns for product in products], recurrent_mask)
+    blocks = ColumnBlocks(step_plan, kernels, batch) if any(p.blocks for p in products) else None
 
     def not_states(matmul_inputs):
-        return [h for h, alias in zip(matmul_inputs, aliases) if alias is None]
+        return [h for h, product in zip(matmul_inputs, products) if product.state is None]
 
     def replay_inputs(px, matmul_outputs):
         """What the backward loop replays the step from in place of ``px``: a
-        projected input plus the matmul part added to it (the pre-activation
+        projected input plus the product part added to it (the pre-activation
         less any bias between), or the projected input."""
         return [
-            x if share is None else x + columns_of(matmul_outputs[share[0]], share[1])
-            for x, share in zip(px, shared)
+            x if carried is None else x + columns_of(matmul_outputs[carried[0]], carried[1])
+            for x, carried in zip(px, step_plan.carried)
         ]
 
     def parts_saved(matmul_outputs):
-        return [columns_of(matmul_outputs[k], part) for k, part in saved_parts]
+        return [columns_of(matmul_outputs[k], part) for k, part in step_plan.saved]
 
     # states before each step, previous outputs, matmul inputs not states,
     # replay inputs, matmul output parts not added to a projected input
@@ -225,9 +229,14 @@ def run_forward(
         saved = (
             step_arrays(states),
             step_arrays([zeros] if carries_output else []),
-            step_arrays(not_states(probe.inputs)),
-            step_arrays(probe_px),
-            step_arrays(parts_saved(probe.outputs)),
+            arrays_of([(p.input_shape, p.dtype) for p in products if p.state is None]),
+            arrays_of([(x.shape[1:], x.dtype) for x in projected]),
+            arrays_of(
+                [
+                    ((*products[k].input_shape[:-1], part.stop - part.start), products[k].dtype)
+                    for k, part in step_plan.saved
+                ]
+            ),
         )
 
     # what a step reads: the mask, the joined inputs, the other projected inputs
@@ -238,11 +247,12 @@ def run_forward(
         xs = iter(xs)
         keep = None if mask is None else next(xs)[:, None]
         addends = {k: next(xs) for k in joins}
-        recorder = MatmulRecorder(kernels=probe.kernels, blocks=probe.blocks, addends=addends)
+        recorder = MatmulRecorder(loop_products(kernels, blocks, addends))
         px = [None if j in joined else next(xs) for j in range(len(projected))]
         output, new_states = traced_step(
             cell, packed(template, px), states, recorder, recurrent_mask, training
         )
+        check_products(step_plan, recorder)
         output, new_states = masked(
             output, new_states, states, prev_output, keep, zero_output_for_mask
         )

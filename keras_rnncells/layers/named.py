@@ -27,6 +27,7 @@ RNN_ARGS = (
     "zero_output_for_mask",
     "implementation",
     "use_cudnn",
+    "column_blocks",
 )
 # keras.layers.Layer's own (``input_shape``/``input_dim``: what a Sequential
 # model's first layer may be given in place of an ``Input``).

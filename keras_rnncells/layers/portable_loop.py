@@ -1,21 +1,16 @@
 """What the portable loop (no XLA: TF Serving's default, tf2onnx, LiteRT)
 does that the compiled one does not: `PORTABLE_UNROLL` steps an iteration,
-recurrent products of few rows in column blocks (`ColumnBlocks`), projected
-inputs joined per product (`joined_inputs`), and for LiteRT outputs written
-in place of a TensorList (`scattered_outputs`)."""
+recurrent products of few rows in column blocks where the layer asks for
+them (`ColumnBlocks`), projected inputs joined per product (`joined_inputs`),
+and for LiteRT outputs written in place of a TensorList (`scattered_outputs`)."""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
-import math
-import time
 from typing import Any, NamedTuple
 
 import tensorflow as tf
-
-from keras_rnncells.cells.dense_gates import DenseGatesCell, steps_through_combine
 
 # Steps per iteration of the portable loop (no XLA): TensorFlow's executor
 # spends 9 to 20 µs on an iteration of a `tf.while_loop` beside its body's
@@ -49,143 +44,92 @@ def scattering() -> bool:
     return _scattered_outputs.get()
 
 
-# TensorFlow's CPU MatMul ran a one-row product (a batch of 1, as served) of at
-# most 16,384 multiply-adds in 2 to 4 µs on this 2-core host, and one of 32,768
+# Column blocks (`ColumnBlocks`), taken only where a layer asks for them
+# (``keras_rnncells.RNN(column_blocks=True)``; off by default). On a 2-core
+# host with AVX2, TensorFlow's CPU MatMul ran a one-row product (a batch of 1,
+# as served) of at most 16,384 multiply-adds in 2 to 4 µs, and one of 32,768
 # to 65,536 in 16 to 25 µs: from there it hands the product to its intra-op
-# threads. At 128 units the GRU's and LSTM's recurrent products in column
-# blocks of that size took 0.4x to 1.06x the time of one product from 8 to 64
-# rows, and 1.25x to 1.34x at 128 (benchmarks/matmul_bound.py; benchmarks/
-# README.md, "Recurrent products in column blocks"). So a portable loop that runs
-# alone (one loop for the batch) runs a product of at most `BLOCK_ROWS` rows in
-# column blocks where 2 to `MAX_BLOCKS` blocks of at most `BLOCK_MACS` one-row
-# multiply-adds do. Where a loop per core runs, each core is busy with a loop of
-# its own, and the blocks' extra ops cost more than the handoff: our LSTM's
-# inference graph at batch 8 to 32 and 100 steps ran 1.1x to 1.25x faster
-# without them (benchmarks/README.md, "Column blocks only in a loop alone").
+# threads, and the GRU's and LSTM's products at 128 units ran 1.4x to 1.8x
+# faster in blocks of that size. On the 2-core hosts with AVX-512 (and AMX)
+# that these tests and benchmarks run on, whole products were 1.03x to 1.26x
+# faster at every shape measured (benchmarks/README.md, "Column blocks as an
+# option"), whence the default.
+# So a portable loop that runs alone (one loop for the batch) and whose layer
+# asks for them runs a product of at most `BLOCK_ROWS` rows in column blocks
+# where 2 to `MAX_BLOCKS` blocks of at most `BLOCK_MACS` one-row multiply-adds
+# do. Where a loop per core runs, each core is busy with a loop of its own,
+# and the blocks' extra ops cost more than the handoff: our LSTM's inference
+# graph at batch 8 to 32 and 100 steps ran 1.1x to 1.25x faster without them
+# (benchmarks/README.md, "Column blocks only in a loop alone").
 BLOCK_MACS = 16384
 MAX_BLOCKS = 4
 BLOCK_ROWS = 64
-# Whether the blocks pay is the host's: on a second 2-core host (AVX-512) the
-# one-row 128 x 384 product took 4.4 µs whole and 6.5 µs in blocks, and the
-# blocks ran our LSTM's served graph 1.1x to 1.2x slower. So the first portable
-# loop to make a product of a shape times both forms once in the process
-# (`blocks_pay`), and keeps the blocks where they take at most `BLOCKS_MARGIN`
-# of the whole product's time.
-BLOCKS_MARGIN = 0.9
-BLOCKS_TIMED_PRODUCTS = 200
 
 
-def column_blocks(kernel: tf.Tensor) -> list[int]:
-    """The column widths of the blocks that the portable loop runs a product
-    with ``kernel`` as: one block, or at most `MAX_BLOCKS` of at most
-    `BLOCK_MACS` one-row multiply-adds each."""
-    depth, columns = kernel.shape
-    width = max(1, BLOCK_MACS // depth)
-    count = -(-columns // width)
+def column_blocks(depth: int, width: int) -> list[int]:
+    """The column widths of the blocks that a portable loop with column blocks
+    runs a product of ``depth`` rows by ``width`` columns (a kernel's shape)
+    as: one block, or at most `MAX_BLOCKS` of at most `BLOCK_MACS` one-row
+    multiply-adds each."""
+    block = max(1, BLOCK_MACS // depth)
+    count = -(-width // block)
     if count == 1 or count > MAX_BLOCKS:
-        return [columns]
-    return [width] * (count - 1) + [columns - width * (count - 1)]
-
-
-@functools.cache
-def blocks_pay(depth: int, widths: tuple[int, ...]) -> bool:
-    """Whether, on this host, a one-row product with a kernel of ``depth``
-    rows runs in column blocks of ``widths`` in at most `BLOCKS_MARGIN` of the
-    time of one product: `BLOCKS_TIMED_PRODUCTS` chained products of each form
-    in a graph loop, the best of 3 alternating rounds after a warm-up. Run
-    eagerly (out of any graph being traced) once per shape and process; it
-    draws no random number. In a TensorFlow 1 graph, where nothing runs
-    eagerly, the blocks are not taken."""
-    with tf.init_scope():
-        if not tf.executing_eagerly():
-            return False
-        h0 = tf.zeros((1, depth))
-        kernel = tf.zeros((depth, sum(widths)))
-        blocks = tf.split(kernel, list(widths), axis=1)
-
-        def chained(product):
-            def run(h):
-                return tf.while_loop(
-                    lambda i, h: i < BLOCKS_TIMED_PRODUCTS,
-                    lambda i, h: (i + 1, product(h)[:, :depth]),
-                    (tf.constant(0), h),
-                )[1]
-
-            return tf.function(run, autograph=False)
-
-        forms = [
-            chained(lambda h: tf.matmul(h, kernel)),
-            chained(lambda h: tf.concat([tf.matmul(h, b) for b in blocks], axis=1)),
-        ]
-        best = [math.inf, math.inf]
-        for form in forms:
-            form(h0).numpy()
-        for _ in range(3):
-            for k, form in enumerate(forms):
-                start = time.perf_counter()
-                form(h0).numpy()
-                best[k] = min(best[k], time.perf_counter() - start)
-    return best[1] <= BLOCKS_MARGIN * best[0]
+        return [width]
+    return [block] * (count - 1) + [width - block * (count - 1)]
 
 
 class ColumnBlocks:
-    """The portable loop's recurrent products of at most `BLOCK_ROWS` rows,
-    each in the column blocks of `column_blocks` where they pay on this host
-    (`blocks_pay`): the blocks of each kernel
-    slice and, where the batch size is known only at run time, whether it is
-    at most that, taken where first seen (the probe step, before the loop).
-    There a ``tf.cond`` in each step picks the blocks or one product."""
+    """A portable loop's recurrent products in the column blocks its plan
+    gives them (`plan.Product.blocks`), each kernel slice split once, before
+    the loop. Where the batch size is known only at run time, a ``tf.cond`` in
+    each step picks the blocks (at most `BLOCK_ROWS` rows, a predicate taken
+    before the loop from ``batch``) or one product."""
 
-    def __init__(self) -> None:
-        self.kernels: dict = {}  # column range -> its kernel slice's blocks, or None
-        self.few_rows: tf.Tensor | None = None
+    def __init__(self, step_plan: Any, kernels: dict, batch: tf.Tensor) -> None:
+        blocked = [product for product in step_plan.products if product.blocks]
+        self.kernels = {
+            product.columns: tf.split(kernels[product.columns], list(product.blocks), axis=1)
+            for product in blocked
+        }
+        rows_unknown = any(product.input_shape[0] is None for product in blocked)
+        self.few_rows = batch <= BLOCK_ROWS if rows_unknown else None
 
     def product(self, h: tf.Tensor, kernel: tf.Tensor, columns: Any) -> tf.Tensor:
-        if h.shape[0] is not None and h.shape[0] > BLOCK_ROWS:
-            return tf.matmul(h, kernel)
-        if columns not in self.kernels:
-            widths = column_blocks(kernel)
-            paying = len(widths) > 1 and blocks_pay(kernel.shape[0], tuple(widths))
-            self.kernels[columns] = tf.split(kernel, widths, axis=1) if paying else None
-        blocks = self.kernels[columns]
+        """``h @ kernel``, ``kernel`` the ``columns`` of the recurrent kernel."""
+        blocks = self.kernels.get(columns)
         if blocks is None:
             return tf.matmul(h, kernel)
 
         def in_blocks():
             return tf.concat([tf.matmul(h, block) for block in blocks], axis=1)
 
-        if h.shape[0] is not None:
+        if h.shape[0] is not None:  # at most BLOCK_ROWS: the plan takes no blocks above
             return in_blocks()
-        if self.few_rows is None:
-            self.few_rows = tf.shape(h)[0] <= BLOCK_ROWS
         return tf.cond(self.few_rows, in_blocks, lambda: tf.matmul(h, kernel))
 
 
-def joined_inputs(cell, parts: list, projected: list) -> tuple[dict, set]:
-    """The portable loop's projected inputs joined per recurrent matmul: where
-    two or more of them are only added to parts of one matmul's product
-    (`matmul_parts`), through the cell's ``combine``, one time-major tensor as
-    wide as the product holds them in its column order (zeros in the columns
-    of the other parts). A step gathers it and adds it to the product (one
-    op each) and hands the cell None for those blocks (``combine`` then takes
-    the sum as the pre-activation): a gather and an add a step in place of
-    one of each a block (the LSTM's step: 8 ops to 2). The sum is the same
-    but for the order of a bias added between (the GRU's: one rounding).
-    Blocks the input projection made (`affine_blocks`) are joined as one
-    product of their kernels side by side (`joined_product`), not copied.
-    Returns ``({matmul index: joined tensor}, indices of the inputs joined)``."""
-    if not steps_through_combine(type(cell)) or type(cell).combine is not DenseGatesCell.combine:
-        return {}, set()
-    joins, joined = {}, set()
-    for k, each in enumerate(parts):
-        shared = [part.shared for part in each if part.shared is not None]
-        if len(shared) < 2:
-            continue
-        widths = [part.stop - part.start for part in each]
-        blocks = [None if part.shared is None else projected[part.shared] for part in each]
+def joined_inputs(step_plan: Any, projected: list) -> dict:
+    """The portable loop's projected inputs joined per recurrent product: for
+    each product of ``step_plan.joins`` (two or more of its parts only added
+    to projected inputs, through the cell's ``combine``: `plan.joined_products`),
+    one time-major tensor as wide as the product holds those inputs in its
+    column order (zeros in the columns of the other parts). A step gathers it
+    and adds it to the product (one op each) and hands the cell None for those
+    blocks (``combine`` then takes the sum as the pre-activation): a gather and
+    an add a step in place of one of each a block (the LSTM's step: 8 ops to
+    2). The sum is the same but for the order of a bias added between (the
+    GRU's: one rounding). Blocks the input projection made (`affine_blocks`)
+    are joined as one product of their kernels side by side (`joined_product`),
+    not copied. Returns ``{product index: joined tensor}``; the inputs joined
+    are ``step_plan.joined``."""
+    joins = {}
+    for k in step_plan.joins:
+        parts = step_plan.products[k].parts
+        widths = [part.stop - part.start for part in parts]
+        blocks = [None if part.added_to is None else projected[part.added_to] for part in parts]
         joins[k] = joined_product(blocks, widths)
         if joins[k] is None:  # blocks made otherwise: copied side by side
-            like = projected[shared[0]]
+            like = next(block for block in blocks if block is not None)
             leading = tf.shape(like)[:-1]
             joins[k] = side_by_side(
                 blocks,
@@ -194,8 +138,7 @@ def joined_inputs(cell, parts: list, projected: list) -> tuple[dict, set]:
                     tf.concat([leading, [width]], axis=0), like.dtype
                 ),
             )
-        joined.update(shared)
-    return joins, joined
+    return joins
 
 
 def side_by_side(pieces: list, widths: list, zeros) -> tf.Tensor:

@@ -22,10 +22,9 @@
 
 ``implementation="auto"`` picks cudnn where it can run and fused otherwise
 (generic for ``unroll=True`` and for cells that are not ``AbstractRNNCell``).
-On a CPU the fused path runs a batch as one loop per core, each over its own
-rows (``loop_count``). A training step runs a sequence of at least
-``HALVES_MIN_STEPS`` known steps as two loops, one after the other, over its
-halves (``time_halves``): its peak memory is then about a fifth lower.
+On a CPU the fused path runs a batch as one loop per core over its own rows,
+and a training step's long sequence as two loops over its halves, a fifth
+less peak memory (``fused.loop_count``, ``fused.time_halves``).
 All paths give the same numbers for the same weights: masks of any pattern,
 ``go_backwards``, ``zero_output_for_mask``, states and gradients.
 
@@ -40,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -50,11 +48,16 @@ import tensorflow as tf
 from keras import ops, tree
 from keras.src import backend  # Keras' loop, as keras.layers.RNN.inner_loop calls it
 from keras.src.backend.common.stateless_scope import in_stateless_scope  # no public name
-from tensorflow.python.ops import control_flow_util  # no public name for the XLA context
 
 from keras_rnncells.cells.base import AbstractRNNCell
-from keras_rnncells.checks import check_input, check_shape, shapes_compatible
-from keras_rnncells.layers.fused import fused_recurrence, row_parts
+from keras_rnncells.checks import check_bool, check_input, check_shape, shapes_compatible
+from keras_rnncells.layers.fused import (
+    fused_recurrence,
+    gpu_available,
+    loop_count,
+    row_parts,
+    time_pieces,
+)
 
 IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
 USE_CUDNN = ("auto", True, False)
@@ -62,13 +65,6 @@ USE_CUDNN = ("auto", True, False)
 # LSTM (and by its own test of them, with 0).
 LEGACY_IMPLEMENTATIONS = (0, 1, 2)
 SEQUENCES = ("batch", "timesteps", "features")
-# The fewest rows of a batch that the fused path runs as a loop of their own (`loop_count`).
-LOOP_MIN_ROWS = 4
-# The fewest rows times time steps (where the graph knows its steps) that a portable loop
-# of their own runs (`loop_count`).
-PORTABLE_MIN_ROW_STEPS = 160
-# The fewest time steps that a training step's compiled loop runs as two halves (`time_halves`).
-HALVES_MIN_STEPS = 64
 
 # How the fused loop is traced: "auto" (see the module docstring), "portable"
 # (`portable()`) or "compiled" (`compiled_inference()`).
@@ -177,85 +173,6 @@ def state_feed() -> Any:
     return None if in_stateless_scope() else _state_feed.get()
 
 
-def gpu_available() -> bool:
-    return bool(tf.config.list_logical_devices("GPU"))
-
-
-def executor_cores() -> int:
-    """The cores TensorFlow's executor runs independent ops on: its inter-op
-    threads where set, else the CPUs this process may use."""
-    if hasattr(os, "sched_getaffinity"):
-        cores = len(os.sched_getaffinity(0))
-    else:
-        cores = os.cpu_count() or 1
-    threads = tf.config.threading.get_inter_op_parallelism_threads()
-    return min(threads, cores) if threads else cores
-
-
-def in_xla_function() -> bool:
-    """Whether the graph being traced is compiled whole by XLA
-    (``tf.function(jit_compile=True)``, or inside one)."""
-    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
-
-
-def loop_count(batch: int | None, steps: int | None, compiled: bool) -> int:
-    """How many loops the fused path runs a batch of ``batch`` rows of ``steps``
-    time steps (None: known only at run time) as, each over its own rows
-    (`fused.row_parts`): one per core, each of at least ``LOOP_MIN_ROWS`` rows,
-    and a portable loop of at least ``PORTABLE_MIN_ROW_STEPS`` rows times steps
-    where the steps are known (the second loop's fixed costs lost to one loop
-    at batch 8 and 20 steps, and won at 100 steps, and at batch 16 and 20
-    steps: benchmarks/README.md, "One loop per core"). XLA's CPU loop, and the
-    portable loop's chain of small ops, run a step on one core; TensorFlow's
-    executor runs independent loops on separate cores. On 2 cores,
-    two loops trained our GRU, LSTM and MGU 1.2x to 1.6x faster from batch 16
-    up, and ran their portable loops 1.2x to 1.5x faster at batch 64 and 128;
-    two loops of 4 rows trained them 1.06x to 1.15x faster at batch 8 (1.18x
-    to 1.41x at batch 12), with their forward passes 0.92x to 1.10x
-    (benchmarks/loops.py; benchmarks/README.md, "One loop per core").
-
-    A batch known only at run time gets one loop per core in a compiled loop
-    (a training step) and one portable loop: an inference graph traced for any
-    batch may be exported, and served one row at a time. One loop on a GPU;
-    eagerly, where no executor runs the loops at once; and inside a function
-    compiled whole by XLA (``model.compile(jit_compile=True)``), where XLA,
-    not the executor, schedules the loops, and where TensorFlow 2.21
-    crashed (a segmentation fault) on several of them in one ``model.fit``."""
-    if tf.executing_eagerly() or gpu_available() or in_xla_function():
-        return 1
-    cores = executor_cores()
-    if batch is None:
-        return cores if compiled else 1
-    loops = min(cores, batch // LOOP_MIN_ROWS)
-    if not compiled and steps is not None:
-        loops = min(loops, batch * steps // PORTABLE_MIN_ROW_STEPS)
-    return max(1, loops)
-
-
-def time_halves(steps: int | None, recording: bool) -> list[int]:
-    """The lengths of the consecutive parts of a sequence of ``steps`` time
-    steps (None: known only at run time) that the fused path runs one after
-    the other, each a loop of its own with its own input projection: two
-    halves in a training step's compiled loop (``recording``) of at least
-    `HALVES_MIN_STEPS` known steps, else the whole sequence. (An odd number
-    of steps compiles the loop for both lengths.)
-
-    A recording loop keeps, per step, what its backward loop replays, and the
-    backward loop returns the projected inputs' gradients: for an LSTM 6 and
-    4 blocks of batch x units a step, all held at the end of the backward
-    pass, as the projected inputs and the saved blocks are at the end of the
-    forward pass. Run as halves, the first half's projected inputs are freed
-    after its forward loop, and the second half's gradients once the
-    projection's gradient has taken them, while the first half's backward
-    loop runs: 8 blocks a step at the peak. On a 2-core host that took our
-    LSTM's peak step memory from 1.24x to 1.03x Keras' at 100 steps (0.93x
-    at 1,000), for a median of 1.03x of the training step's time (0.96x to
-    1.21x; benchmarks/README.md, "A training step's loop in two halves")."""
-    if not recording or steps is None or steps < HALVES_MIN_STEPS:
-        return [steps]
-    return [steps - steps // 2, steps // 2]
-
-
 @keras.saving.register_keras_serializable(package="keras_rnncells")
 class RNN(keras.layers.RNN):
     """A recurrent layer over any cell, with a fast path for ours.
@@ -265,6 +182,14 @@ class RNN(keras.layers.RNN):
     module docstring). ``"cudnn"`` raises a ``ValueError`` where the cuDNN
     kernel cannot run; ``"auto"`` falls back to fused instead, also at run
     time for masks cuDNN cannot take (not right-padded, fully masked rows).
+
+    ``column_blocks`` (default False, saved in the config: a model traces the
+    same graph on every host, and its exports keep it): an inference graph's
+    loop that runs alone makes each recurrent product of at most 64 rows in 2
+    to 4 column blocks (``portable_loop.ColumnBlocks``). Same numbers; whether
+    faster is the host's: a batch of 1 ran 1.4x to 1.8x faster on a 2-core
+    AVX2 host, 1.03x to 1.26x slower on the 2-core AVX-512/AMX hosts we measure
+    on (benchmarks/README.md, "Column blocks as an option").
 
     Keras' own arguments are accepted, so that this layer replaces Keras'
     GRU and LSTM unchanged:
@@ -295,10 +220,12 @@ class RNN(keras.layers.RNN):
         zero_output_for_mask: bool = False,
         implementation: str | int = "auto",
         use_cudnn: str | bool = "auto",
+        column_blocks: bool = False,
         **kwargs: Any,
     ) -> None:
         implementation = resolve_implementation(implementation, use_cudnn)
         self.use_cudnn = use_cudnn
+        self.column_blocks = check_bool("column_blocks", column_blocks)
         super().__init__(
             cell,
             return_sequences=return_sequences,
@@ -515,7 +442,7 @@ class RNN(keras.layers.RNN):
     def fused_loop(self, sequences, initial_state, mask, training):
         """The fused path, compiled (training steps, eager calls) or portable
         (inference graphs, ``portable()``): see the module docstring. The
-        batch runs as `loop_count` loops, each over its own rows
+        batch runs as `fused.loop_count` loops, each over its own rows
         (`fused.row_parts`), split before the input projection: each loop
         projects its own rows, so no projected sequence is copied to be split.
         Dropout masks are drawn for the whole batch first."""
@@ -537,7 +464,7 @@ class RNN(keras.layers.RNN):
     def fused_rows(self, sequences, states, mask, recurrent_mask, training, compiled, alone):
         """The fused loop over batch-major ``sequences`` (some rows of the
         batch; ``alone``: all of them), or two, over the halves of the sequence
-        one after the other (`time_halves`): ``(last_output, outputs, states)``,
+        one after the other (`fused.time_halves`): ``(last_output, outputs, states)``,
         ``outputs`` batch-major."""
         cell = self.cell
         inputs = ops.transpose(sequences, (1, 0, 2))
@@ -546,13 +473,8 @@ class RNN(keras.layers.RNN):
         if self.go_backwards:  # the inputs, not each projected block, in reverse
             inputs = ops.flip(inputs, axis=0)
             mask = None if mask is None else ops.flip(mask, axis=0)
-        lengths = time_halves(inputs.shape[0], bool(training) and compiled)
-        pieces = [(inputs, mask)]
-        if len(lengths) > 1:  # on the time axis: TensorFlow shares aligned slices' buffers
-            masks = [None] * len(lengths) if mask is None else tf.split(mask, lengths)
-            pieces = list(zip(tf.split(inputs, lengths), masks))
         outputs, last_output = [], None
-        for piece, piece_mask in pieces:
+        for piece, piece_mask in time_pieces(inputs, mask, bool(training) and compiled):
             last_output, piece_outputs, states = fused_recurrence(
                 cell,
                 cell.step_inputs(piece, training),
@@ -563,7 +485,7 @@ class RNN(keras.layers.RNN):
                 bool(self.zero_output_for_mask),
                 bool(self.return_sequences),
                 compiled=compiled,
-                blocked=alone,
+                blocked=alone and self.column_blocks,
                 initial_output=last_output,  # what a masked step emits again
             )
             outputs.append(piece_outputs)
@@ -591,6 +513,7 @@ class RNN(keras.layers.RNN):
     def get_config(self) -> dict:
         config = super().get_config()
         config["implementation"] = self.implementation
+        config["column_blocks"] = self.column_blocks
         if self.use_cudnn != "auto":
             config["use_cudnn"] = self.use_cudnn
         return config

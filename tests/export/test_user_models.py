@@ -416,15 +416,15 @@ def test_keras_own_exports_at_a_fixed_length(tmp_path, run_onnx_in_child, serve_
     models whose batch and length are fixed (the trip counts of the portable
     loop known when traced): a length shorter than one unrolled iteration,
     whole iterations only, and both loops with the batch split into two loops
-    (``layers/rnn.py: loop_count``). Each gives Keras' answer in onnxruntime,
+    (``layers/fused.py: loop_count``). Each gives Keras' answer in onnxruntime,
     in a process without TensorFlow, and served as a stock TF Serving runs it;
     a known trip count once made an ONNX model onnxruntime refused ("Tensor
     element type mismatch")."""
-    from keras_rnncells.layers import fused, rnn
+    from keras_rnncells.layers import fused
 
     shapes = [(1, 3), (2, 2 * fused.PORTABLE_UNROLL), (16, 5 * fused.PORTABLE_UNROLL + 1)]
     with tf.Graph().as_default():
-        assert rnn.loop_count(16, shapes[-1][1], compiled=False) == min(2, rnn.executor_cores())
+        assert fused.loop_count(16, shapes[-1][1], compiled=False) == min(2, fused.executor_cores())
     rng = np.random.default_rng(2)
     jobs, served_jobs, expected = [], [], []
     for batch, steps in shapes:
@@ -461,8 +461,9 @@ def test_keras_own_exports_answer_empty_batches_and_sequences(
     onnxruntime (no TensorFlow) and as a stock TF Serving runs them. tf2onnx
     leaves ONNX's ``Reshape`` reading a 0 as "copy the input's size": a 0 row
     batch once failed in onnxruntime, and 0 rows in 0 steps came back as 4 rows.
-    At 128 units the GRU's and LSTM's products of few rows run in column blocks,
-    picked in each step by a ``tf.cond`` on the batch size (`portable_loop.ColumnBlocks`)."""
+    At 128 units the GRU's and LSTM's products of few rows run in column blocks
+    (``column_blocks=True``), picked in each step by a ``tf.cond`` on the batch
+    size (`portable_loop.ColumnBlocks`)."""
     from keras_rnncells.layers import portable_loop as fused
 
     units = 128
@@ -470,8 +471,8 @@ def test_keras_own_exports_answer_empty_batches_and_sequences(
     x = keras.Input((None, 3), name="x")
     outputs = [
         kr.MGU(units, return_sequences=True)(x),
-        kr.GRU(units, return_sequences=True)(x),
-        kr.LSTM(units)(x),
+        kr.GRU(units, return_sequences=True, column_blocks=True)(x),
+        kr.LSTM(units, column_blocks=True)(x),
     ]
     model = keras.Model(x, outputs)
     model.predict(np.zeros((1, 2, 3), "float32"), verbose=0)

@@ -525,24 +525,25 @@ def loop_products(graph) -> list[int]:
 def cpu_host(monkeypatch, cores: int) -> None:
     """The fused path's rules as on a CPU host whose executor has ``cores``
     cores, also where a GPU is visible (where one loop runs a batch and our
-    GRU and LSTM run cuDNN: `rnn.loop_count`, `rnn.RNN.uses_cudnn`)."""
-    from keras_rnncells.layers import rnn
+    GRU and LSTM run cuDNN: `fused.loop_count`, `rnn.RNN.uses_cudnn`)."""
+    from keras_rnncells.layers import fused, rnn
 
-    monkeypatch.setattr(rnn, "executor_cores", lambda: cores)
+    monkeypatch.setattr(fused, "executor_cores", lambda: cores)
+    monkeypatch.setattr(fused, "gpu_available", lambda: False)
     monkeypatch.setattr(rnn, "gpu_available", lambda: False)
 
 
 @pytest.fixture
 def four_cores(monkeypatch):
-    """The fused path's rule for how many loops run a batch (layers/rnn.py,
+    """The fused path's rule for how many loops run a batch (layers/fused.py,
     ``loop_count``) as on a machine whose executor has 4 cores, with no least
     number of rows (or rows times steps) per loop: conftest's batch of 9 rows
     runs as 4 loops of 3, 2, 2 and 2 rows."""
-    from keras_rnncells.layers import rnn
+    from keras_rnncells.layers import fused
 
     cpu_host(monkeypatch, 4)
-    monkeypatch.setattr(rnn, "LOOP_MIN_ROWS", 1)
-    monkeypatch.setattr(rnn, "PORTABLE_MIN_ROW_STEPS", 1)
+    monkeypatch.setattr(fused, "LOOP_MIN_ROWS", 1)
+    monkeypatch.setattr(fused, "PORTABLE_MIN_ROW_STEPS", 1)
 
 
 @pytest.mark.cell_sweep
@@ -581,18 +582,18 @@ def test_one_loop_per_core_equals_one_loop(name, sequences, mask, rng, helpers, 
 def test_a_training_step_in_two_halves_equals_the_generic_path(
     name, sequences, mask, rng, helpers, monkeypatch
 ):
-    """A training step's compiled loop over at least `rnn.HALVES_MIN_STEPS`
+    """A training step's compiled loop over at least `fused.HALVES_MIN_STEPS`
     steps (here 2: conftest's 5 steps as 3, then 2) runs as two loops, one
-    per half of the sequence (`rnn.time_halves`), and its outputs, final
+    per half of the sequence (`fused.time_halves`), and its outputs, final
     states and gradients (inputs, initial states, weights) equal the generic
     path's: without a mask, and with a mask with holes, with and without
     ``zero_output_for_mask`` (without it, a masked step at the start of the
     second half emits the first half's last output again), each with
     ``go_backwards``, initial states and dropout."""
-    from keras_rnncells.layers import rnn
+    from keras_rnncells.layers import fused as fused_module
 
     cpu_host(monkeypatch, 1)  # one loop over the batch's rows
-    monkeypatch.setattr(rnn, "HALVES_MIN_STEPS", 2)
+    monkeypatch.setattr(fused_module, "HALVES_MIN_STEPS", 2)
     dtype = "float64" if supports_float64(name) else "float32"
     tolerance = TOLERANCES[dtype][0]
     sequences = sequences[:, :, :UNITS].astype(dtype)
@@ -622,10 +623,10 @@ def test_a_training_step_in_two_halves_equals_the_generic_path(
 
 
 def test_time_halves_only_for_recording_loops_of_known_long_sequences():
-    """The rule of `rnn.time_halves`: two halves, the first the longer, only
+    """The rule of `fused.time_halves`: two halves, the first the longer, only
     for a recording (training) loop over known steps, at least
     `HALVES_MIN_STEPS` of them."""
-    from keras_rnncells.layers.rnn import HALVES_MIN_STEPS, time_halves
+    from keras_rnncells.layers.fused import HALVES_MIN_STEPS, time_halves
 
     odd = HALVES_MIN_STEPS + 1
     assert time_halves(odd, True) == [odd // 2 + 1, odd // 2]
@@ -642,7 +643,7 @@ def test_a_batch_known_at_run_time_runs_one_loop_per_core_in_training_only(seque
     size, as an export is, keeps one loop (a batch of 1, as served, pays for no
     other); so do a known batch under ``LOOP_MIN_ROWS`` rows per loop and a
     step compiled whole by XLA."""
-    from keras_rnncells.layers import rnn
+    from keras_rnncells.layers import fused
 
     layer = krc.GRU(UNITS, return_sequences=True)
     layer.build(sequences.shape)
@@ -655,7 +656,7 @@ def test_a_batch_known_at_run_time_runs_one_loop_per_core_in_training_only(seque
 
     train_any = tf.function(train, input_signature=any_batch)
     infer_any = tf.function(lambda x: layer(x, training=False), input_signature=any_batch)
-    cores = rnn.executor_cores()
+    cores = fused.executor_cores()
     assert (
         loop_calls(tf.function(lambda x: layer(x, training=True), input_signature=any_batch))[
             "compiled"
@@ -663,7 +664,7 @@ def test_a_batch_known_at_run_time_runs_one_loop_per_core_in_training_only(seque
         == cores
     )
     assert loop_calls(infer_any)["portable"] == 1
-    few = sequences[: rnn.LOOP_MIN_ROWS * 2 - 1]
+    few = sequences[: fused.LOOP_MIN_ROWS * 2 - 1]
     assert loop_calls(tf.function(train), few)["compiled"] == 1
     # compiled whole by XLA (model.compile(jit_compile=True)): one loop
     assert loop_calls(tf.function(train, jit_compile=True), sequences)["compiled"] == 1
@@ -706,17 +707,20 @@ def test_products_of_few_rows_run_in_column_blocks(name, blocks, rng, helpers, m
     outputs and states equal the generic path's past one unrolled iteration,
     and where the batch is known, with initial states, so do TensorFlow's
     gradients (in float64: float32 sums of 128 terms differ by the order of
-    the summands). One loop over the rows, whatever the cores; blocks that
-    pay on this host (`portable_loop.blocks_pay`, here made to say so)."""
-    from keras_rnncells.layers import portable_loop
+    the summands). One loop over the rows, whatever the cores; a layer made
+    with ``column_blocks=True``."""
     from keras_rnncells.layers.portable_loop import BLOCK_ROWS
 
     cpu_host(monkeypatch, 1)
-    monkeypatch.setattr(portable_loop, "blocks_pay", lambda depth, widths: True)
     options = {"reset_after": True} if name == "mgu" else {}
     kwargs = {"return_sequences": True, "return_state": True, "dtype": "float64"}
     fused, generic = (
-        krc.RNN(krc.get_cell(name)(128, dtype="float64", **options), implementation=path, **kwargs)
+        krc.RNN(
+            krc.get_cell(name)(128, dtype="float64", **options),
+            implementation=path,
+            column_blocks=True,
+            **kwargs,
+        )
         for path in ("fused", "generic")
     )
     fused.build((None, None, FEATURES)), generic.build((None, None, FEATURES))
@@ -755,14 +759,11 @@ def test_products_of_few_rows_run_in_column_blocks(name, blocks, rng, helpers, m
             assert products == [1, 4], (what, products)
 
 
-def test_blocks_that_do_not_pay_are_not_taken(monkeypatch):
-    """Where `portable_loop.blocks_pay` finds the column blocks slower on this host,
-    a loop that runs alone makes each recurrent product whole, with no
-    ``tf.cond`` for a batch known only at run time."""
-    from keras_rnncells.layers import portable_loop
-
+def test_no_column_blocks_by_default(monkeypatch):
+    """Without ``column_blocks`` (the default: they ran slower on the hosts we
+    measure on), a loop that runs alone makes each recurrent product whole,
+    with no ``tf.cond`` for a batch known only at run time."""
     cpu_host(monkeypatch, 1)
-    monkeypatch.setattr(portable_loop, "blocks_pay", lambda depth, widths: False)
     layer = krc.GRU(128, return_sequences=True)
     layer.build((None, None, FEATURES))
     spec = [tf.TensorSpec((None, 9, FEATURES))]
@@ -774,34 +775,26 @@ def test_blocks_that_do_not_pay_are_not_taken(monkeypatch):
         assert loop_products(graph) == [1, 4]
 
 
-def test_blocks_pay_is_timed_once_out_of_the_graph():
-    """`portable_loop.blocks_pay` times the two forms eagerly, also while a graph is
-    traced, once per shape and process, and leaves the random state alone."""
-    from keras_rnncells.layers.portable_loop import blocks_pay
-
-    widths = (24, 24, 16)  # a shape no other test times
-    keras.utils.set_random_seed(3)
-    expected = tf.random.uniform((4,)).numpy()
-    keras.utils.set_random_seed(3)
-    answers = []
-    tf.function(lambda: answers.append(blocks_pay(32, widths)) or tf.constant(0))()
-    np.testing.assert_array_equal(tf.random.uniform((4,)).numpy(), expected)
-    assert answers in ([True], [False])
-    before = blocks_pay.cache_info().hits
-    assert blocks_pay(32, widths) is answers[0]
-    assert blocks_pay.cache_info().hits == before + 1
+def test_column_blocks_is_an_option_of_the_layer_saved_in_its_config():
+    """Whether a loop takes column blocks is the layer's ``column_blocks``
+    (nothing timed on the host): saved in the config of `RNN` and of the named
+    layers, and anything but a bool is refused in one line."""
+    for layer in (krc.RNN(krc.GRUCell(4), column_blocks=True), krc.GRU(4, column_blocks=True)):
+        config = layer.get_config()
+        assert config["column_blocks"] is True
+        assert type(layer).from_config(config).column_blocks is True
+    assert krc.LSTM(4).get_config()["column_blocks"] is False
+    with pytest.raises(ValueError, match="Argument `column_blocks` must be True or False"):
+        krc.RNN(krc.GRUCell(4), column_blocks="yes")
 
 
 def test_loops_per_core_run_whole_products(monkeypatch):
-    """Where the portable path runs a loop per core (`rnn.loop_count`), each
+    """Where the portable path runs a loop per core (`fused.loop_count`), each
     loop runs its recurrent product whole, however few its rows: the column
     blocks are for a loop that runs alone. Our GRU at 128 units would run its
-    product of 4 rows in 3 blocks where they pay."""
-    from keras_rnncells.layers import portable_loop
-
+    product of 4 rows in 3 blocks (``column_blocks=True``)."""
     cpu_host(monkeypatch, 2)
-    monkeypatch.setattr(portable_loop, "blocks_pay", lambda depth, widths: True)
-    layer = krc.GRU(128, return_sequences=True)
+    layer = krc.GRU(128, return_sequences=True, column_blocks=True)
     x = tf.zeros((8, 41, FEATURES))
     layer.build(x.shape)
     graph = tf.function(lambda x: layer(x, training=False)).get_concrete_function(x).graph
