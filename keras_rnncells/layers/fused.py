@@ -1,14 +1,15 @@
-"""The fused recurrence: an XLA-compiled loop over ``cell.step`` with a
-cuDNN-style gradient, or the same loop traced into the caller's graph without
-XLA (``fused_recurrence(..., compiled=False)``), for graphs that must run
-where XLA JIT is disabled (TF Serving's default) or be converted (tf2onnx).
+"""The fused recurrence: an XLA-compiled loop over ``cell.advance`` (the
+cell's step) with a cuDNN-style gradient, or the same loop traced into the
+caller's graph without XLA (``fused_recurrence(..., compiled=False)``), for
+graphs that must run where XLA JIT is disabled (TF Serving's default) or be
+converted (tf2onnx).
 
-Forward: ``cell.step`` runs in a ``tf.while_loop`` compiled by XLA over
+Forward: ``cell.advance`` runs in a ``tf.while_loop`` compiled by XLA over
 inputs already projected by ``cell.project_inputs``. In training it also
 saves, per step, the states it started from, the inputs of the recurrent
 matmuls the cell makes through ``cell.recurrent_matmul`` (unless they are
 those states) and what the step is replayed from: each projected input plus
-the matmul part the step only adds to it (`matmul_parts`), and the matmul
+the matmul part the step only adds to it (`plan.Plan`), and the matmul
 parts added to no projected input.
 
 Backward (back-propagation through time), also one XLA function: a reverse

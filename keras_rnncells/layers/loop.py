@@ -1,7 +1,7 @@
 """The forward loop of the fused recurrence (`run_forward`), which both the
 compiled loop (XLA, with its own gradient: `compiled_loop`) and the portable
 loop (traced into the caller's graph: `fused_recurrence(compiled=False)`)
-run: ``cell.step`` over inputs already projected, with keras.layers.RNN's
+run: ``cell.advance`` over inputs already projected, with keras.layers.RNN's
 mask semantics, saving in training what the backward loop replays."""
 
 from __future__ import annotations

@@ -1,23 +1,20 @@
-"""`RNN`: ``keras.layers.RNN`` with three execution paths.
+"""`RNN`: ``keras.layers.RNN`` whose ``implementation`` picks one of three
+paths; exports trace three more forms of them (DESIGN.md, "One layer, its
+execution paths": the native ONNX ops, ONNX's loop, LiteRT's).
 
 * ``cudnn``: GRU/LSTM cells in a cuDNN configuration on a GPU run Keras' cuDNN
   kernel with the same weights.
 * ``fused``: the input projection of the whole sequence is one matmul
-  (``cell.step_inputs``: ``project_inputs`` and any per-step noise), then a
-  ``tf.while_loop`` runs only ``cell.step``. It is traced in one of two forms
-  (``layers/fused.py``):
+  (``cell.step_inputs``), then a ``tf.while_loop`` runs only the cell's step
+  (``cell.advance``), traced in one of two forms (``layers/fused.py``):
 
-  - compiled: the loop compiles itself with XLA and has a cuDNN-style
-    gradient, so it is fast whether or not the surrounding model is compiled
-    with ``jit_compile``. Used where no graph outlives the call: training
-    steps and eager calls.
-  - portable: the same loop traced into the caller's graph, with no
-    ``jit_compile`` and TensorFlow's own gradient. Used for every inference
-    graph (``training=False`` inside a ``tf.function``: ``model.predict``,
-    serving functions, ``model.export``, ``tf.saved_model.save``) and inside
-    ``portable()``: such a graph may be saved, and TF Serving runs with XLA
-    JIT disabled by default. ``compiled_inference()`` opts back into the
-    compiled loop for graphs that stay in the process.
+  - compiled: XLA-compiled, with a cuDNN-style gradient, fast whether or not
+    the model is compiled with ``jit_compile``; where no graph outlives the
+    call (training steps, eager calls) or in ``compiled_inference()``.
+  - portable: traced into the caller's graph, no ``jit_compile``,
+    TensorFlow's own gradient; for every inference graph (``model.predict``,
+    serving functions, ``model.export``) and inside ``portable()``: such a
+    graph may be saved, and TF Serving runs with XLA JIT disabled by default.
 * ``generic``: ``keras.layers.RNN``'s own loop, the reference semantics.
 
 ``implementation="auto"`` picks cudnn where it can run and fused otherwise
@@ -28,10 +25,10 @@ less peak memory (``fused.loop_count``, ``fused.time_halves``).
 All paths give the same numbers for the same weights: masks of any pattern,
 ``go_backwards``, ``zero_output_for_mask``, states and gradients.
 
-The switches ``portable()`` and ``loop_override()`` are context variables:
-they hold for the thread (or task) that entered them only, and so is
-``fed_states()``, within which every layer takes its initial states from a
-feed and hands its final ones back (the step forms of
+The switches ``portable()``, ``compiled_inference()`` and ``loop_override()``
+are context variables: they hold for the thread (or task) that entered them
+only, and so is ``fed_states()``, within which every layer takes its initial
+states from a feed and hands its final ones back (the step forms of
 ``keras_rnncells.export.streaming``).
 """
 
