@@ -100,9 +100,9 @@ class PlainCell(krc.AbstractRNNCell):
     def project_inputs(self, inputs):
         return tuple(ops.split(ops.matmul(inputs, self.kernel), 2, axis=-1))
 
-    def step(self, projected, states, training=False):
+    def step(self, projected, states, context):
         (x_a, x_b), h = projected, states[0]
-        u = self.recurrent_matmul(h)
+        u = self.recurrent_matmul(h, context)
         a = ops.sigmoid(x_a + u[:, : self.units])
         candidate = ops.tanh(x_b * u[:, self.units :])
         if self.shared_input:
