@@ -817,7 +817,43 @@ SENTIMENT_EXPERIMENTS = (
 )
 
 
-EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS)
+@dataclass(frozen=True)
+class ScriptedExperiment:
+    """An experiment a script of ``benchmarks/`` runs and reports itself: the
+    systems whose training is not one ``rnncells train TASK`` run per row
+    (grammars, memories, multi-task models, the other softmaxes...).
+
+    ``python benchmarks/SCRIPT --out DIR [--quick]`` trains what it compares
+    (resuming finished runs), and writes ``DIR/section.md``: the report's
+    section, a ``## `` heading, the paper's claim, the target and whether it
+    is met, the measured table and the commands. The report includes that
+    file as it is (``results/KEY/section.md`` in the repository)."""
+
+    key: str
+    script: str
+
+    def run(self, out: Path, quick: bool) -> None:
+        """Runs the script into ``out/KEY``."""
+        import subprocess
+        import sys
+
+        command = [sys.executable, str(Path(__file__).parent / self.script)]
+        command += ["--out", str(out / self.key), *(["--quick"] if quick else [])]
+        print(f"\n== {self.key}: {' '.join(command[1:])}", flush=True)
+        subprocess.run(command, check=True)
+
+    def section(self, out: Path) -> list[str]:
+        """The script's ``section.md``, or a line saying it has not run."""
+        path = out / self.key / "section.md"
+        if not path.exists():
+            return [f"## {self.key}", "", f"Not run yet: `python benchmarks/{self.script}`.", ""]
+        return [*path.read_text(encoding="utf-8").rstrip("\n").split("\n"), ""]
+
+
+# One line per script: each writes its own section (`ScriptedExperiment`).
+SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = ()
+
+EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)
 
 # The validation metrics the report reads from a run's history.csv: the
 # column of each, and how its value is shown (the loss, where neither is there).
@@ -1133,10 +1169,7 @@ def experiment_section(experiment: Experiment, results: dict[str, dict], out: Pa
 def write_report(
     out: Path,
     seconds: float | None = None,
-    experiments: Sequence[Experiment | SentimentExperiment] = (
-        *EXPERIMENTS,
-        *SENTIMENT_EXPERIMENTS,
-    ),
+    experiments: Sequence[Experiment | SentimentExperiment | ScriptedExperiment] = EVERY,
 ) -> Path:
     import keras
     import tensorflow as tf
@@ -1154,7 +1187,7 @@ def write_report(
         lines.append(f"Wall time of the runs made by the last invocation: {seconds / 60:.1f} min.")
     lines.append("")
     for experiment in experiments:
-        if isinstance(experiment, SentimentExperiment):
+        if isinstance(experiment, (SentimentExperiment, ScriptedExperiment)):
             lines += experiment.section(out)
         else:
             lines += experiment_section(experiment, finished_results(experiment, out), out)
@@ -1183,7 +1216,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for experiment in EVERY:
             if experiment.key not in chosen:
                 continue
-            if isinstance(experiment, SentimentExperiment):
+            if isinstance(experiment, (SentimentExperiment, ScriptedExperiment)):
                 experiment.run(out, args.quick)
             else:
                 run_experiment(experiment, out, args.quick)

@@ -88,3 +88,17 @@ def test_report_draws_validation_against_time_and_lists_runs_still_training(repr
     pytest.importorskip("matplotlib", reason="the figure needs the [plot] extra")
     assert "![validation against wall time](logic/validation.png)" in report
     assert (tmp_path / "logic" / "validation.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_scripted_experiment_section_is_the_scripts_file(reproduce, tmp_path):
+    scripted = reproduce.ScriptedExperiment("sets", "sets.py")
+    assert scripted.section(tmp_path) == [
+        "## sets",
+        "",
+        "Not run yet: `python benchmarks/sets.py`.",
+        "",
+    ]
+    (tmp_path / "sets").mkdir()
+    (tmp_path / "sets" / "section.md").write_text("## Sets\n\n| a |\n|---|\n", encoding="utf-8")
+    report = reproduce.write_report(tmp_path, experiments=(scripted,)).read_text()
+    assert "## Sets\n\n| a |\n|---|\n" in report
