@@ -6,8 +6,10 @@ while the weights move. This script loads a finished ``rnncells train TASK
 --batch-norm`` run of a classification task and prints the validation
 accuracy (its first ``--batches`` batches) three ways: with the run's moving
 averages, with each batch's own statistics, and with the moving averages
-re-estimated on the final weights by ``--passes`` training-mode forward
-passes over training batches (no weight changes).
+re-estimated on the final weights over ``--passes`` training batches
+(`keras_rnncells.reestimate_batch_norm`, what ``rnncells train --batch-norm``
+now does before it evaluates; a run trained before that has the averages of
+its last epoch).
 
 Usage::
 
@@ -26,7 +28,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras
 import numpy as np
 
-import keras_rnncells  # noqa: F401 (registers the run's classes)
+import keras_rnncells
 from keras_rnncells.data import load_task, size_options
 
 
@@ -62,8 +64,7 @@ def main() -> None:
     rows.append(("each batch's statistics", accuracy(model, task.validation, True, args.batches)))
     for variable, value in zip(statistics, saved):
         variable.assign(value)  # the batch-statistics pass updated them on validation data
-    for x, _ in task.train.take(args.passes):
-        model(x, training=True)
+    keras_rnncells.reestimate_batch_norm(model, task.train, batches=args.passes)
     rows.append(
         (
             f"re-estimated over {args.passes} training batches",

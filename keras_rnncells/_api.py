@@ -3,7 +3,8 @@ cell (``keras_rnncells.cells``), the ``RNN`` layer, the named layers and
 word dropout (``keras_rnncells.layers``), MuFuRU's operation registry and the
 norm-stabilizer and temporal-coherence penalties, the language models' token
 cross-entropy metrics, large-vocabulary output layer and its unigram
-start (``keras_rnncells.softmax``); encoder-decoders
+start (``keras_rnncells.softmax``), the re-estimation of recurrent batch
+norm's statistics; encoder-decoders
 (``keras_rnncells.seq2seq``), tree encoders (``keras_rnncells.tree``),
 in-graph tokenizers (``keras_rnncells.text``) and the applications
 (``keras_rnncells.apps``, whose model classes Keras then knows) as
@@ -14,6 +15,7 @@ from keras_rnncells.cells import *  # noqa: F403 (names listed in cells.__all__)
 from keras_rnncells.cells.mufuru import register_operation
 from keras_rnncells.layers import *  # noqa: F403 (names listed in layers.__all__)
 from keras_rnncells.metrics import TokenCrossEntropy, TokenLossMean
+from keras_rnncells.reestimation import reestimate_batch_norm
 from keras_rnncells.regularizers import (
     NormStabilizer,
     TemporalCoherence,
@@ -37,6 +39,7 @@ __all__ = [
     "VocabularySoftmax",
     "apps",
     "norm_stabilizer",
+    "reestimate_batch_norm",
     "register_operation",
     "seq2seq",
     "start_at_unigram",

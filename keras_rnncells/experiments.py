@@ -49,6 +49,7 @@ from keras_rnncells.layers import RNN, StackedRNN, WordDropout
 from keras_rnncells.layers.stacks import connected_stack
 from keras_rnncells.locks import run_lock
 from keras_rnncells.metrics import TokenCrossEntropy, TokenLossMean
+from keras_rnncells.reestimation import reestimate_batch_norm
 from keras_rnncells.regularizers import NormStabilizer, TemporalCoherence, check_beta
 from keras_rnncells.softmax import VocabularySoftmax, start_at_unigram, token_mean
 from keras_rnncells.training import (
@@ -89,6 +90,8 @@ RNN_ONLY = {
 PLOT_NOTE = "matplotlib is not installed (pip install 'keras-rnncells[plot]'): no PNG written"
 # How many of the most frequent symbols the operation-weights figure shows.
 MAX_SYMBOLS = 24
+# Training batches `task_evaluation` re-estimates batch-norm statistics over.
+REESTIMATE_BATCHES = 200
 
 
 def task_defaults(task: str) -> TaskDefaults:
@@ -686,8 +689,16 @@ def task_evaluation(
 ) -> Evaluation:
     """The test scores of a trained task model, what the run followed and
     its figures; the model saved is the stateless one that serves tokens
-    to logits (`stateless_copy`, `language_model_for_serving`)."""
+    to logits (`stateless_copy`, `language_model_for_serving`). With
+    ``batch_norm``, the statistics are first re-estimated on the final
+    weights over `REESTIMATE_BATCHES` training batches
+    (`keras_rnncells.reestimate_batch_norm`)."""
     task = data.task
+    details: dict[str, Any] = {}
+    if settings.batch_norm:
+        details["batch_norm_reestimated_over"] = reestimate_batch_norm(
+            model, fed_task(task, model).train, REESTIMATE_BATCHES
+        )
     scores = evaluate(model, fed_task(task, model))
     if settings.stateful:
         model = stateless_copy(model, data.build, strategy)
@@ -704,7 +715,7 @@ def task_evaluation(
         "test_metric": scores[metric],
         "test": scores,
     }
-    details: dict[str, Any] = {
+    details |= {
         "distribution": describe(strategy),
         "defaults_follow": task_defaults(task_name).source,
         "package_version": package_version(),

@@ -362,6 +362,8 @@ def test_batch_norm_on_a_task(tmp_path, capsys):
     assert cell.batch_norm
     moving = np.asarray(cell.input_moving_mean)
     assert np.any(moving[0] != 0) and np.all(moving[-1] == 0)  # trained steps only
+    task = load_task("logic", batch_size=4, seed=0, **size_options("logic", 8))
+    assert results["batch_norm_reestimated_over"] == len(list(task.train))  # every batch
     with pytest.raises(SystemExit):
         main(["train", "logic", "--cell", "scrn", *TINY, "--batch-norm", "--out", str(out / "x")])
     assert (

@@ -21,10 +21,9 @@ from keras import initializers, ops
 from keras_rnncells.cells.base import as_state_list
 from keras_rnncells.cells.context import StepContext, Tensor
 from keras_rnncells.cells.projection import Columns, placed_columns, select_columns
-from keras_rnncells.checks import check_bool, check_positive_int
+from keras_rnncells.checks import check_bool, check_float, check_positive_int
 
 BATCH_NORM_EPSILON = 1e-3
-BATCH_NORM_MOMENTUM = 0.99  # as keras.layers.BatchNormalization
 BATCH_NORM_GAMMA = 0.1  # Cooijmans et al. 2016, section 4
 # The size of the step index state (batch, 1), the last of ``state_size``.
 STEP_INDEX_SIZE = 1
@@ -87,7 +86,7 @@ class RecurrentBatchNorm:
     mask, so there a masked row counts in the statistics of its index, and the
     step 0 it runs once more to learn the output's shape updates step 0's
     averages a second time), and each index's moving averages are updated
-    (momentum 0.99, as ``keras.layers.BatchNormalization``) unless
+    (``batch_norm_momentum``, 0.99 as ``keras.layers.BatchNormalization``'s) unless
     ``context.update_statistics`` is False; in inference
     (``context.training`` False) the moving averages are used. Because
     training updates variables at every step, `keras_rnncells.RNN` trains such
@@ -107,11 +106,16 @@ class RecurrentBatchNorm:
     normalizes_cell_state: ClassVar[bool] = False
     batch_norm: bool = False
     batch_norm_steps: int = 100
+    batch_norm_momentum: float = 0.99  # as keras.layers.BatchNormalization's
 
-    def configure_batch_norm(self, batch_norm: bool, batch_norm_steps: int) -> None:
-        """Checks and sets the ``batch_norm`` and ``batch_norm_steps`` arguments."""
+    def configure_batch_norm(
+        self, batch_norm: bool, batch_norm_steps: int, batch_norm_momentum: float
+    ) -> None:
+        """Checks and sets the ``batch_norm``, ``batch_norm_steps`` and
+        ``batch_norm_momentum`` arguments."""
         self.batch_norm = check_bool("batch_norm", batch_norm)
         self.batch_norm_steps = check_positive_int("batch_norm_steps", batch_norm_steps)
+        self.batch_norm_momentum = check_float("batch_norm_momentum", batch_norm_momentum, "[0, 1)")
         exact = EXACT_COUNTS.get(keras.backend.standardize_dtype(self.compute_dtype))
         if self.batch_norm and exact is not None and self.batch_norm_steps > exact:
             raise ValueError(
@@ -195,7 +199,7 @@ class RecurrentBatchNorm:
             centered, mean, variance, counts = step_statistics(
                 x, index, context.statistics_rows, self.batch_norm_steps
             )
-            present = ops.cast(counts > 0, stats_dtype)[:, None] * (1.0 - BATCH_NORM_MOMENTUM)
+            present = ops.cast(counts > 0, stats_dtype)[:, None] * (1.0 - self.batch_norm_momentum)
             updates = (
                 ((mean_variable, mean), (variance_variable, variance))
                 if context.update_statistics

@@ -95,12 +95,13 @@ class DenseGatesCell(RecurrentBatchNorm, AbstractRNNCell):
         layer_norm: bool = False,
         batch_norm: bool = False,
         batch_norm_steps: int = 100,
+        batch_norm_momentum: float = 0.99,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.units = check_positive_int("units", units)
         self.layer_norm = bool(layer_norm)
-        self.configure_batch_norm(batch_norm, batch_norm_steps)
+        self.configure_batch_norm(batch_norm, batch_norm_steps, batch_norm_momentum)
         for name in ("layer_norm", "batch_norm"):
             if getattr(self, name) and not self.supports_layer_norm():
                 raise ValueError(
@@ -309,6 +310,7 @@ class DenseGatesCell(RecurrentBatchNorm, AbstractRNNCell):
             layer_norm=self.layer_norm,
             batch_norm=self.batch_norm,
             batch_norm_steps=self.batch_norm_steps,
+            batch_norm_momentum=self.batch_norm_momentum,
         )
         return config
 

@@ -4,6 +4,7 @@ the argument checks. Tiny shapes: the whole file runs in seconds."""
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -19,11 +20,11 @@ def sigmoid(a):
     return 1.0 / (1.0 + np.exp(-a))
 
 
-def lstm_reference(x, weights, steps, moving, training):
+def lstm_reference(x, weights, steps, moving, training, momentum=0.99):
     """The BN-LSTM over ``x`` (batch, time, features) from zero states in
     NumPy: returns the outputs (batch, time, units) and the last ``c``;
     ``moving`` ({side: [mean, variance]}, rows per step) is read in inference
-    and updated in place in training."""
+    and updated in place in training (``momentum``)."""
     kernel, recurrent_kernel, bias, g_x, g_h, g_c, b_c = weights
     h = c = np.zeros((x.shape[0], recurrent_kernel.shape[0]), "float64")
     outputs = []
@@ -34,8 +35,8 @@ def lstm_reference(x, weights, steps, moving, training):
             mean, variance = moving[side]
             if training:
                 batch_mean, batch_variance = a.mean(0), a.var(0)
-                mean[k] = 0.99 * mean[k] + 0.01 * batch_mean
-                variance[k] = 0.99 * variance[k] + 0.01 * batch_variance
+                mean[k] = momentum * mean[k] + (1 - momentum) * batch_mean
+                variance[k] = momentum * variance[k] + (1 - momentum) * batch_variance
             else:
                 batch_mean, batch_variance = mean[k], variance[k]
             return beta + gamma * (a - batch_mean) / np.sqrt(batch_variance + 1e-3)
@@ -221,6 +222,7 @@ def test_cells_accept_it_and_library_kernels_refuse_it():
         (lambda: krc.GRUCell(2, batch_norm=True, batch_norm_steps=2.5), "batch_norm_steps"),
         (lambda: krc.GRUCell(2, batch_norm_steps=True), "batch_norm_steps"),
         (lambda: krc.GRUCell(2, batch_norm="yes"), "batch_norm"),
+        (lambda: krc.GRUCell(2, batch_norm=True, batch_norm_momentum=1.0), "batch_norm_momentum"),
         (lambda: krc.SCRNCell(2, batch_norm=True), "batch_norm=True"),
         (
             lambda: krc.GRUCell(2, batch_norm=True, batch_norm_steps=300, dtype="bfloat16"),
@@ -233,3 +235,52 @@ def test_bad_arguments_raise_one_line(build, argument):
     with pytest.raises(ValueError, match=f"^Arguments? `{argument}") as error:
         build()
     assert "\n" not in str(error.value)
+
+
+def test_reestimate_averages_each_batchs_statistics_per_step(rng, helpers):
+    """Two batches of 5 steps, statistics steps T_max = 7: each average
+    becomes the mean of the two batches' statistics at its step (the NumPy
+    reference with momentum 0), steps 5 and 6, which no batch reaches, keep
+    theirs; the weights and the momentum are left as they were."""
+    cell = krc.LSTMCell(UNITS, batch_norm=True, batch_norm_steps=7)
+    layer = bn_layer(cell, rng, helpers, implementation="generic")
+    model = keras.Sequential([keras.Input((STEPS, FEATURES)), layer])
+    for variable in cell.non_trainable_weights:
+        variable.assign(rng.uniform(0.5, 1.5, variable.shape))
+    before = moving_statistics(cell)
+    weights = [w.astype("float64") for w in layer.get_weights()[:7]]
+    batches = rng.normal(size=(2, BATCH, STEPS, FEATURES))
+    expected = {side: [np.zeros_like(m), np.zeros_like(v)] for side, (m, v) in before.items()}
+    for x in batches:
+        moving = moving_statistics(cell)
+        lstm_reference(x, weights, 7, moving, training=True, momentum=0.0)
+        for side, pair in moving.items():
+            for total, value in zip(expected[side], pair):
+                total += value / len(batches)
+    trainable = [w.numpy() for w in cell.trainable_weights]
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (batches.astype("float32"), np.zeros((2, BATCH, 1), "float32"))
+    )
+    assert krc.reestimate_batch_norm(model, dataset, batches=5) == 2
+    for side, (mean, variance) in moving_statistics(cell).items():
+        reached = slice(0, STEPS)
+        helpers.assert_all_close(
+            [mean[reached], variance[reached]],
+            [expected[side][0][reached], expected[side][1][reached]],
+            tol=1e-4,
+            what=f"{side} re-estimated",
+        )
+        np.testing.assert_array_equal(mean[STEPS:], before[side][0][STEPS:])
+        np.testing.assert_array_equal(variance[STEPS:], before[side][1][STEPS:])
+    for old, new in zip(trainable, cell.trainable_weights):
+        np.testing.assert_array_equal(old, new.numpy())
+    assert cell.batch_norm_momentum == 0.99
+
+
+def test_reestimate_refuses_a_model_without_batch_norm():
+    model = keras.Sequential([keras.Input((STEPS, FEATURES)), krc.GRU(UNITS)])
+    dataset = tf.data.Dataset.from_tensors(np.zeros((1, STEPS, FEATURES), "float32"))
+    with pytest.raises(ValueError, match=r"^Argument `model` must hold a recurrent cell"):
+        krc.reestimate_batch_norm(model, dataset)
+    with pytest.raises(ValueError, match=r"^Argument `batches`"):
+        krc.reestimate_batch_norm(model, dataset, batches=0)
