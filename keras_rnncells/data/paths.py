@@ -11,9 +11,11 @@ ENV_VAR = "RNNCELLS_DATA"
 def default_roots() -> list[Path]:
     """The folders tried when neither an argument nor ``$RNNCELLS_DATA`` is
     given: ``../shared/data`` from the current directory, then ``shared/data``
-    next to the package's checkout."""
+    next to the package's checkout; each once (from the checkout's root
+    they are one folder)."""
     checkout = Path(__file__).resolve().parents[2]
-    return [Path.cwd().parent / "shared" / "data", checkout.parent / "shared" / "data"]
+    roots = (Path.cwd().resolve().parent, checkout.parent)
+    return list(dict.fromkeys(root / "shared" / "data" for root in roots))
 
 
 def data_root(root: str | os.PathLike | None = None) -> Path:

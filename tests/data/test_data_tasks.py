@@ -20,7 +20,7 @@ from keras_rnncells.data import (
     register_task,
     task_options,
 )
-from keras_rnncells.data.paths import ENV_VAR
+from keras_rnncells.data.paths import ENV_VAR, default_roots
 
 GENERATED = {"train_size": 8, "validation_size": 4, "test_size": 4}
 # Each task at a tiny size: (data folder or None, options).
@@ -149,3 +149,11 @@ def test_every_task_trains_a_tiny_model(name, require_data):
     )
     assert np.isfinite(history.history["loss"][0]), history.history
     assert np.isfinite(history.history["val_loss"][0]), history.history
+
+
+def test_default_roots_name_a_folder_once(monkeypatch):
+    """From the checkout's root, ../shared/data and the folder beside the
+    checkout are one: it is tried, and named in the error, once."""
+    checkout = Path(keras_rnncells.__file__).resolve().parents[1]
+    monkeypatch.chdir(checkout)
+    assert default_roots() == [checkout.parent / "shared" / "data"]
