@@ -271,20 +271,16 @@ class RNNG(keras.layers.Layer):
         """Action ids that spell trees, (batch, steps) = ``shape``, for an
         export's parity checks (`keras_rnncells.export` asks a model's layers
         for them; random ids would not be trees): each row a random right
-        chain ``NT GEN NT GEN ... GEN REDUCE ... REDUCE``, the second row two
-        steps shorter, right-padded. ``ids`` is not read."""
+        chain ``NT GEN NT GEN ... REDUCE REDUCE``, the second row two steps
+        shorter, right-padded. ``ids`` is not read."""
         batch, steps = shape
         value = np.zeros(shape, "int64")
         for row in range(batch):
-            length = steps - (2 if row == 1 else 0)
-            opens = max(length - 1, 0) // 3
-            if opens == 0:
-                continue
+            opens = max(steps - (2 if row == 1 else 0), 0) // 3
             sequence = []
             for _ in range(opens):
-                sequence += [2 + rng.integers(self.nonterminals), self.word_id(rng)]
-            sequence += [self.word_id(rng)] + [REDUCE_ACTION] * opens
-            value[row, : len(sequence)] = sequence
+                sequence += [2 + int(rng.integers(self.nonterminals)), self.word_id(rng)]
+            value[row, : 3 * opens] = sequence + [REDUCE_ACTION] * opens
         return value
 
     def word_id(self, rng: np.random.Generator) -> int:
