@@ -4,7 +4,7 @@ and the child-sum Tree-LSTM over parent indices, each a Keras layer over batched
 the generative RNNG scoring trees by their top-down actions, and its oracle."""
 
 from keras_rnncells.tree.child_sum import ChildSumTreeLSTM
-from keras_rnncells.tree.oracle import ActionSpace, bracketed, postfix_tree
+from keras_rnncells.tree.oracle import ActionSpace, Tree, bracketed, postfix_tree
 from keras_rnncells.tree.rnng import RNNG
 from keras_rnncells.tree.shift_reduce import (
     PAD,
@@ -17,17 +17,18 @@ from keras_rnncells.tree.tree_and_sequence import TreeAndSequenceEncoder
 from keras_rnncells.tree.tree_lstm import BinaryTreeLSTMCell, ChildSumTreeLSTMCell
 
 __all__ = [
-    "RNNG",
-    "ActionSpace",
-    "bracketed",
-    "postfix_tree",
     "PAD",
     "REDUCE",
+    "RNNG",
     "SHIFT",
+    "ActionSpace",
     "BinaryTreeLSTMCell",
     "ChildSumTreeLSTM",
     "ChildSumTreeLSTMCell",
     "ShiftReduceEncoder",
     "TransitionsFromTokens",
+    "Tree",
     "TreeAndSequenceEncoder",
+    "bracketed",
+    "postfix_tree",
 ]

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Union
 
-Tree = Union[str, tuple]
+Tree = str | tuple
 
 PAD_ACTION, REDUCE_ACTION = 0, 1
 

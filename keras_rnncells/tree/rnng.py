@@ -137,7 +137,9 @@ class RNNG(keras.layers.Layer):
             (2 * width, width), "glorot_uniform", name="composition_kernel"
         )
         self.composition_bias = self.add_weight((width,), "zeros", name="composition_bias")
-        self.state_kernel = self.add_weight((3 * units, units), "glorot_uniform", name="state_kernel")
+        self.state_kernel = self.add_weight(
+            (3 * units, units), "glorot_uniform", name="state_kernel"
+        )
         self.state_bias = self.add_weight((units,), "zeros", name="state_bias")
         self.action_kernel = self.add_weight(
             (units, self.actions), "glorot_uniform", name="action_kernel"
@@ -174,7 +176,9 @@ class RNNG(keras.layers.Layer):
             active = reduce & (k <= children)
             backward_at = tf.where(k == 0, start, depth - k)
             forward = masked_step(self.forward_cell, stack_item(items, start + k), forward, active)
-            backward = masked_step(self.backward_cell, stack_item(items, backward_at), backward, active)
+            backward = masked_step(
+                self.backward_cell, stack_item(items, backward_at), backward, active
+            )
             return k + 1, forward, backward
 
         _, forward, backward = tf.while_loop(

@@ -178,7 +178,7 @@ def test_each_row_of_a_padded_batch_scores_alone():
     batch = padded(rows, 20, lead=[3, 0, 1, 2])
     batch[1] = np.insert(batch[1], 2, [0, 0])[:20]  # padding inside a row too
     got = layer(batch).numpy()
-    for i, row in enumerate(rows):
+    for i in range(len(rows)):
         np.testing.assert_allclose(got[i][batch[i] != 0], alone[i], atol=1e-6)
         assert (got[i][batch[i] == 0] == 0).all()
     empty = layer(np.zeros((2, 4), "int32")).numpy()
