@@ -46,11 +46,18 @@ import numpy as np
 from keras import ops
 
 import keras_rnncells as kr
-from keras_rnncells.data.logic import GATES, VOCABULARY, logic
+from keras_rnncells.apps.grammar import (
+    LOGIC_SPACE,
+    count_words,
+    logic_trees,
+    negative_log_likelihood,
+    padded_actions,
+)
+from keras_rnncells.data.logic import GATES
 from keras_rnncells.files import write_atomically, write_json
-from keras_rnncells.tree import RNNG, ActionSpace, Tree, postfix_tree
+from keras_rnncells.tree import RNNG, Tree
 
-SPACE = ActionSpace(tuple(GATES), ("F", "T"))
+SPACE = LOGIC_SPACE
 SPLITS = ("validation", "test")
 
 
@@ -73,38 +80,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 # -- data ---------------------------------------------------------------------------
-
-
-def formula_trees(args: argparse.Namespace) -> dict[str, list[Tree]]:
-    """The trees of the logic task's splits (training and validation 5-10
-    gates, test 11-20), as `logic(shape="tree")` draws them."""
-    task = logic(
-        shape="tree",
-        seed=args.seed,
-        train_size=args.train_size,
-        validation_size=args.eval_size,
-        test_size=args.eval_size,
-        batch_size=args.batch_size,
-    )
-    trees = {}
-    for split in ("train", *SPLITS):
-        rows = [row for inputs, _ in getattr(task, split) for row in np.asarray(inputs)]
-        trees[split] = [
-            postfix_tree([VOCABULARY[i] for i in row if i], tuple(GATES)) for row in rows
-        ]
-    return trees
-
-
-def padded_actions(trees: list[Tree]) -> np.ndarray:
-    rows = [SPACE.actions(tree) for tree in trees]
-    value = np.zeros((len(rows), max(map(len, rows))), "int32")
-    for i, row in enumerate(rows):
-        value[i, : len(row)] = row
-    return value
-
-
-def words(tree: Tree) -> int:
-    return 1 if isinstance(tree, str) else sum(map(words, tree[1:]))
 
 
 def generator_log_probability(tree: Tree, gate_range: tuple[int, int]) -> float:
@@ -159,11 +134,6 @@ def lstm_units_like(parameters: int, embedding_dim: int) -> int:
     return min(range(1, 4096), key=lambda units: abs(count(units) - parameters))
 
 
-def negative_log_likelihood(_, log_p):
-    """Each row's ``-log p(x, y)`` (Keras averages it over the batch)."""
-    return -ops.sum(log_p, axis=-1)
-
-
 def train_and_score(
     name: str, model: keras.Model, data: dict, args: argparse.Namespace, run_dir: Path
 ) -> dict:
@@ -208,10 +178,13 @@ def perplexity(log_p: float, count: int) -> float:
 
 def main(argv: Sequence[str] | None = None) -> list[dict]:
     args = parse_args(argv)
-    trees = formula_trees(args)
-    data = {split: padded_actions(split_trees) for split, split_trees in trees.items()}
+    trees = logic_trees(args.seed, args.train_size, args.eval_size, args.eval_size, args.batch_size)
+    data = {split: padded_actions(SPACE, split_trees) for split, split_trees in trees.items()}
     counts = {
-        split: {"actions": int((data[split] > 0).sum()), "words": sum(map(words, trees[split]))}
+        split: {
+            "actions": int((data[split] > 0).sum()),
+            "words": sum(map(count_words, trees[split])),
+        }
         for split in SPLITS
     }
     rnng = rnng_model(args)
