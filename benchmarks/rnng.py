@@ -248,8 +248,8 @@ def write_section(
         "## Recurrent Neural Network Grammars (Dyer et al. 2016) on the logic task's trees",
         "",
         "- Paper: the generative RNNG models language better than a sequential LSTM LM "
-        "(PTB §23 test perplexity per word 102.4 against 113.4; there the marginal p(x) by "
-        "importance sampling, a bound).",
+        "(English PTB §23, test perplexity per word 102.4 against 113.4, Table 4; there of the "
+        "marginal p(x), estimated by importance sampling from a discriminative parser).",
         "- Here: both models score the joint p(x, y) of each formula and its tree (the trees "
         "are known): the RNNG by its top-down actions, the LSTM LM by the linearized tree "
         "(one token per action: `(AND`, `T`, `)`). Perplexity = exp(-Σ log p(x, y) / D), D = "
