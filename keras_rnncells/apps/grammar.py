@@ -67,7 +67,12 @@ class GrammarModel(keras.Model):
                          embedding_dim, name="rnng")  # fmt: skip
         space = self.space
         smallest_tree = [[space.nt(nonterminals[0]), space.gen(terminals[0]), REDUCE_ACTION]]
-        self(np.array(smallest_tree, "int32"))  # creates every weight
+        self(ops.convert_to_tensor(smallest_tree, "int32"))  # creates every weight
+
+    @property
+    def input_dtype(self) -> str:
+        """Action ids: what Keras' default SavedModel signature reads."""
+        return "int32"
 
     def call(self, actions: Any) -> Any:
         return self.rnng(actions)

@@ -80,3 +80,19 @@ def test_a_tiny_run_trains_and_resumes(tmp_path):
     assert (tmp_path / "run" / "model.keras").exists()
     again = train_grammar(tmp_path / "run", settings, verbose=0)
     assert again["validation_perplexity_per_action"] == results["validation_perplexity_per_action"]
+
+
+@pytest.mark.slow  # exported both ways, run in two child processes
+def test_the_app_serves_and_runs_in_onnxruntime(tmp_path, serve_like_tf_serving, run_onnx_in_child):
+    from keras_rnncells.export import write_onnx, write_saved_models
+
+    model = tiny_model()
+    servable = servable_for(model)
+    request = {"actions": padded_actions(LOGIC_SPACE, TREES)}
+    expected = model.log_probability(TREES)
+    (directory,) = write_saved_models([servable], tmp_path / "export")
+    served = serve_like_tf_serving([(directory, request)], tmp_path / "serve")
+    np.testing.assert_allclose(served[0]["log_probability"], expected, atol=1e-5)
+    write_onnx(servable, tmp_path / "rnng.onnx")
+    ran = run_onnx_in_child([(tmp_path / "rnng.onnx", request)], tmp_path / "run")
+    np.testing.assert_allclose(ran[0]["log_probability"], expected, atol=1e-4)
