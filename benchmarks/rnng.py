@@ -263,6 +263,14 @@ def write_section(
         "",
         f"Scale: {scale}",
         "",
+        "Notes: one seed, so a margin of a few percent is not shown to be more than a "
+        "seed's variation. The RNNG normalizes over the valid actions only (as the paper's "
+        "implementation does), so the brackets' balance is given to it; the LSTM LM learns "
+        "it. At 11-20 gates both models are past their training lengths, and the floor "
+        "assumes the generator's 11-20 gate-count prior, which the models never saw (they "
+        "learned when formulas of 5-10 gates end), so part of every model's gap there is "
+        "that prior. The s/epoch column is wall time on 2 cores shared with other jobs.",
+        "",
         f"Reproduce: `{command}` (finished runs are read back from `runs/`).",
         "",
     ]
