@@ -104,7 +104,8 @@ def grammar_servable(model: GrammarModel, name: str = "rnng") -> Servable:
             "log_probabilities": log_probabilities,
         }
 
-    examples = {"actions": model.rnng.example_ids((2, 7), 0, np.random.default_rng(0))}
+    drawn = model.rnng.example_ids((2, 7), 0, np.random.default_rng(0))
+    examples = {"actions": drawn.astype("int32")}
     signature = {"actions": tf.TensorSpec((None, None), tf.int32)}
     return Servable(
         name=name,
