@@ -391,6 +391,11 @@ APPS: dict[str, AppListing] = {
     "name-to-color": AppListing(
         "keras_rnncells.apps.name_to_color", "color name -> rgb, shipped XKCD list", APP_RUN_FLAGS
     ),
+    "rnng": AppListing(
+        "keras_rnncells.apps.grammar",
+        "logic formulas as trees -> log p(formula, tree): a generative RNNG (Dyer et al. 2016)",
+        (UNITS, EPOCHS, BATCH_SIZE, SEED, LIMIT.sets("train_size")),
+    ),
     "sentiment": AppListing(
         "keras_rnncells.apps.sentiment",
         "text -> probability of positive; SST-2 (--dataset imdb: IMDB), tokenized in the model",

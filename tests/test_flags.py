@@ -18,6 +18,7 @@ from keras_rnncells.flags import Flag, distinct_flags, given_settings, positive_
 def app_settings() -> dict[str, type]:
     """Each application's settings class (importing the applications)."""
     from keras_rnncells.apps.color_namer import NamerSettings
+    from keras_rnncells.apps.grammar import GrammarSettings
     from keras_rnncells.apps.name_to_color import NameToColorSettings
     from keras_rnncells.apps.sentiment import SentimentSettings
     from keras_rnncells.apps.seq2seq import DateSettings
@@ -25,6 +26,7 @@ def app_settings() -> dict[str, type]:
     return {
         "color-namer": NamerSettings,
         "name-to-color": NameToColorSettings,
+        "rnng": GrammarSettings,
         "sentiment": SentimentSettings,
         "seq2seq": DateSettings,
     }

@@ -67,7 +67,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "export": {"cells", "checks", "files", "layers", "locks", "seq2seq", "text", "training"},
     "apps": {
         *("cells", "checks", "data", "defaults", "export", "files", "layers"),
-        *("locks", "metrics", "regularizers", "seq2seq", "text", "training"),
+        *("locks", "metrics", "regularizers", "seq2seq", "text", "training", "tree"),
     },
     "analysis": {
         *("apps", "cells", "checks", "data", "files", "layers", "seq2seq", "text", "training"),
