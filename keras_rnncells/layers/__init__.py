@@ -33,6 +33,7 @@ from keras_rnncells.layers.named import (
 )
 from keras_rnncells.layers.rnn import IMPLEMENTATIONS, RNN, compiled_inference, portable
 from keras_rnncells.layers.stacks import StackedRNN
+from keras_rnncells.layers.two_dimensional import MultiDimensionalRNN, RowLSTM
 from keras_rnncells.layers.word_dropout import WordDropout
 from keras_rnncells.layers.wrappers import CellWrapper, Zoneout
 
@@ -65,7 +66,9 @@ __all__ = [
     "LSTMNoInputGate",
     "LSTMNoOutputGate",
     "MuFuRU",
+    "MultiDimensionalRNN",
     "PeepholeLSTM",
+    "RowLSTM",
     "SimpleRNN",
     "StackedRNN",
     "WordDropout",
