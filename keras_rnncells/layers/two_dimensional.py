@@ -88,6 +88,18 @@ def unskew(diagonals: Any, batch: Any, height: Any, width: Any) -> Any:
     return ops.reshape(padded, (batch, height, width + height, units))[:, :, :width]
 
 
+def grid_features(layer: keras.layers.Layer, input_shape: tuple) -> int:
+    """The features of a grid ``[batch, height, width, features]`` that
+    ``layer`` is built for; a one-line ``ValueError`` for another shape."""
+    check_input(layer, "inputs", input_shape, GRID_LAYOUT)
+    if input_shape[-1] is None:
+        raise ValueError(
+            f"Input `inputs` of layer {layer.name!r} must have a known number of "
+            f"features (last axis), received shape {tuple(input_shape)}"
+        )
+    return input_shape[-1]
+
+
 def flip_grid(grid: Any, direction: str) -> Any:
     """``grid`` with the axes reversed that turn ``direction`` into "down_right"
     (its own inverse)."""
@@ -216,14 +228,7 @@ class MultiDimensionalRNN(keras.layers.Layer):
         self.up_forget: list[tuple] = []
 
     def build(self, input_shape: tuple) -> None:
-        check_input(self, "inputs", input_shape, GRID_LAYOUT)
-        features = input_shape[-1]
-        if features is None:
-            raise ValueError(
-                f"Input `inputs` of layer {self.name!r} must have a known number of "
-                f"features (last axis), received shape {tuple(input_shape)}"
-            )
-        self.features = features
+        self.features = features = grid_features(self, input_shape)
         for direction, cell in zip(self.directions, self.direction_cells):
             if not cell.built:  # a cell loaded from a .keras file comes built
                 cell.build((None, features + self.units))
@@ -384,13 +389,7 @@ class RowLSTM(keras.layers.Layer):
         self.return_grid = check_bool("return_grid", return_grid)
 
     def build(self, input_shape: tuple) -> None:
-        check_input(self, "inputs", input_shape, GRID_LAYOUT)
-        if input_shape[-1] is None:
-            raise ValueError(
-                f"Input `inputs` of layer {self.name!r} must have a known number of "
-                f"features (last axis), received shape {tuple(input_shape)}"
-            )
-        self.features = input_shape[-1]
+        self.features = grid_features(self, input_shape)
         k, gates = self.kernel_size, 4 * self.units
         self.input_kernel = self.add_weight(
             (k, self.features, gates), "glorot_uniform", name="input_kernel"

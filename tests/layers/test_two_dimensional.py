@@ -428,3 +428,11 @@ def test_bad_arguments_are_refused_in_one_line(make, message):
 def test_inputs_other_than_a_grid_are_refused(layer):
     with pytest.raises(ValueError, match=r"must be of rank 4 \(batch, height, width, features\)"):
         layer(np.zeros((2, 3, 4), "float32"))
+
+
+@pytest.mark.parametrize(
+    "layer", [kr.MultiDimensionalRNN(kr.GRUCell(2)), kr.RowLSTM(2)], ids=["md", "row"]
+)
+def test_grids_without_a_known_feature_size_are_refused(layer):
+    with pytest.raises(ValueError, match=r"must have a known number of features \(last axis\)"):
+        layer.build((None, 3, 4, None))
