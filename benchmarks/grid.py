@@ -22,6 +22,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -55,9 +56,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--units", type=int, default=32, help="the row LSTM's units")
     parser.add_argument("--md-cell", default="gru", help="the MD-RNN's cell")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=7, help="round-robin rounds of steps")
     args = parser.parse_args(argv)
     if args.quick:
-        args.limit, args.epochs, args.units = 300, 1, 8
+        args.limit, args.epochs, args.units, args.rounds = 300, 1, 8, 2
     return args
 
 
@@ -123,6 +125,33 @@ def epoch_seconds(results: dict[str, Any]) -> float:
     return statistics.median(seconds[1:] if len(seconds) > 1 else seconds)
 
 
+def step_seconds(options: dict[str, dict[str, Any]], rounds: int) -> dict[str, float]:
+    """label -> the median seconds of one training step (a batch of 100 MNIST
+    images) of a fresh model of each run's settings, in this process, the
+    models taking turns (each round in another order), after two warm-up
+    steps each: a drift of the machine's load then slows every model alike."""
+    from keras_rnncells.data import load_task
+    from keras_rnncells.experiments import build_model
+
+    task = load_task("mnist_rows", batch_size=100, limit=100)
+    x, y = next(iter(task.train))
+    models = {
+        label: build_model(task, run["cell"], run["units"], model=run["model"])
+        for label, run in options.items()
+    }
+    for model in models.values():
+        for _ in range(2):
+            model.train_on_batch(x, y)
+    times: dict[str, list[float]] = {label: [] for label in models}
+    labels = list(models)
+    for index in range(rounds):
+        for label in labels[index % len(labels) :] + labels[: index % len(labels)]:
+            start = time.perf_counter()
+            models[label].train_on_batch(x, y)
+            times[label].append(time.perf_counter() - start)
+    return {label: statistics.median(spent) for label, spent in times.items()}
+
+
 def check_counts(table: dict[str, dict[str, Any]], options: dict[str, dict[str, Any]]) -> None:
     for label, results in table.items():
         expected = PARAMETERS[options[label]["model"]](options[label]["units"])
@@ -130,8 +159,13 @@ def check_counts(table: dict[str, dict[str, Any]], options: dict[str, dict[str, 
             raise RuntimeError(f"{label}: {results['parameters']} parameters, {expected} expected")
 
 
-def section(table: dict[str, dict], options: dict[str, dict], args: argparse.Namespace) -> str:
-    reference = table["row-by-row LSTM"]
+def section(
+    table: dict[str, dict],
+    options: dict[str, dict],
+    steps: dict[str, float],
+    args: argparse.Namespace,
+) -> str:
+    reference, reference_step = table["row-by-row LSTM"], steps["row-by-row LSTM"]
     lines = [
         "## MNIST from the 28×28 grid: MD-RNN and RowLSTM against the row-by-row LSTM",
         "",
@@ -142,15 +176,17 @@ def section(table: dict[str, dict], options: dict[str, dict], args: argparse.Nam
         "- Target: No threshold: the numbers are reported (accuracy and seconds per epoch at "
         "about equal parameters, ratios against the row-by-row LSTM of this run).",
         "",
-        "| model | units | parameters | test accuracy | accuracy ratio | s/epoch | time ratio |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| model | units | parameters | test accuracy | accuracy ratio | s/epoch | epoch ratio "
+        "| s/step | step ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, results in table.items():
         accuracy, seconds = results["test_metric"], epoch_seconds(results)
         lines.append(
             f"| {label} | {options[label]['units']} | {results['parameters']:,} | "
             f"{accuracy:.4f} | {accuracy / reference['test_metric']:.2f}× | {seconds:.1f} | "
-            f"{seconds / epoch_seconds(reference):.1f}× |"
+            f"{seconds / epoch_seconds(reference):.1f}× | {steps[label]:.3f} | "
+            f"{steps[label] / reference_step:.1f}× |"
         )
     lines += [
         "",
@@ -159,7 +195,10 @@ def section(table: dict[str, dict], options: dict[str, dict], args: argparse.Nam
         f"{args.epochs} epoch(s), batch 100, Adam 1e-3, seed {args.seed}, one run per model, "
         "on the 2 shared CPU cores of this machine (other jobs ran beside it: times are "
         "indicative, their ratios come from the same run). s/epoch: the median over the "
-        "epochs after the first (which traces the graphs), validation included. The MD-RNN "
+        "epochs after the first (which traces the graphs), validation included; s/step: the "
+        f"median of {args.rounds} training steps of a batch of 100 per model, the three "
+        "fresh models taking turns in one process (the steadier measure of speed under a "
+        "varying load). The MD-RNN "
         "reads one pixel per position, sweeps the grid's anti-diagonals in four directions "
         "and concatenates each sweep's state at its last corner; the RowLSTM (1×3 "
         "convolutions) ends in its last row flattened.",
@@ -183,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     options = runs(args)
     table = {label: train(label, run, args) for label, run in options.items()}
     check_counts(table, options)
-    text = section(table, options, args)
+    text = section(table, options, step_seconds(options, args.rounds), args)
     print(text)
     path = args.out / "section.md"
     write_atomically(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))

@@ -1,6 +1,6 @@
 """The RNN layer with its execution paths, the named layers, stacks of layers
-(plain, residual, dense; clockwork, gated-feedback, depth-gated and grid cells), the wrappers and
-word dropout."""
+(plain, residual, dense; clockwork, gated-feedback, depth-gated and grid cells), the wrappers,
+word dropout and the recurrences over 2-D grids (multi-dimensional RNN, row LSTM)."""
 
 from keras_rnncells.layers.clockwork import ClockworkCell
 from keras_rnncells.layers.depth_gated import DepthGatedLSTMCell

@@ -317,7 +317,7 @@ class MultiDimensionalRNN(keras.layers.Layer):
         return scan(diagonal, (zeros, zeros), (projected, steps))[0]
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
-        width = self.units * (len(self.directions) if self.merge_mode == "concat" else 1)
+        width = self.cell.output_size * (len(self.directions) if self.merge_mode == "concat" else 1)
         if self.return_grid:
             return (*input_shape[:3], width)
         return (input_shape[0], width)

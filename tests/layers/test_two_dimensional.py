@@ -194,6 +194,7 @@ def test_every_one_state_cell_matches_its_own_step_at_each_position(name, rng, b
         return np.asarray(output), np.asarray(as_state_list(states)[0])
 
     np.testing.assert_allclose(layer(x), sweep_numpy(x, position), atol=1e-5)
+    assert layer.compute_output_shape(x.shape) == layer(x).shape
 
 
 def row_lstm_numpy(layer, x):
