@@ -106,8 +106,12 @@ def finished(run_dir: Path, options: dict[str, Any], args: argparse.Namespace) -
     return results if all(settings.get(k) == v for k, v in wanted.items()) else None
 
 
+def run_dir_of(options: dict[str, Any], args: argparse.Namespace) -> Path:
+    return args.out / "runs" / f"{options['model']}_{options['cell']}"
+
+
 def train(label: str, options: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
-    run_dir = args.out / "runs" / f"{options['model']}_{options['cell']}"
+    run_dir = run_dir_of(options, args)
     results = finished(run_dir, options, args)
     if results is None:
         command = train_command(options, args, run_dir)
@@ -211,7 +215,7 @@ def section(
         + (f" --limit {args.limit} --epochs {args.epochs}" if not args.quick else ""),
     ]
     for label in table:
-        command = train_command(options[label], args, args.out / "runs" / "RUN")
+        command = train_command(options[label], args, run_dir_of(options[label], args))
         lines.append(" ".join(command))
     lines += ["```", ""]
     return "\n".join(lines)
