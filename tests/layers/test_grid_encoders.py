@@ -45,3 +45,24 @@ def test_grid_models_refuse_in_one_line(adding):
         ValueError, match=r"^Argument `model` 'mdrnn' reads a feature task's sequences as a grid"
     ):
         build_model(logic, "gru", 3, model="mdrnn")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["train", "mnist_rows", "--model", "rowlstm"],
+            "`cell` must be 'lstm' for model 'rowlstm'",
+        ),
+        (["train", "logic", "--model", "mdrnn"], "reads a feature task's sequences as a grid"),
+        (
+            ["train", "mnist_rows", "--model", "mdrnn", "--layers", "2"],
+            "`layers` applies to model",
+        ),
+    ],
+    ids=["rowlstm-cell", "tokens", "layers"],
+)
+def test_the_command_refuses_in_one_line(refused_in_one_line, require_data, argv, message):
+    if argv[1] == "mnist_rows":
+        require_data("mnist")
+    refused_in_one_line(argv, message)
