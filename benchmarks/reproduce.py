@@ -881,6 +881,7 @@ class ScriptedExperiment:
 # One line per script: each writes its own section (`ScriptedExperiment`).
 SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = (
     ScriptedExperiment("rnng_logic", "rnng.py"),
+    ScriptedExperiment("mnist_2d", "grid.py"),
 )
 
 EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)

@@ -46,7 +46,9 @@ STRATEGIES = ("none", "mirrored", "multiworker")
 TOKENIZERS = ("wordpiece", "bpe", "unigram", "char")
 STACKS = ("rnn", "residual", "dense", "gated_feedback", "clockwork", "depth_gated", "grid")
 TREE_MODELS = ("treelstm", "spinn")
-MODELS = (*STACKS, *TREE_MODELS)
+# A feature task's sequences read as 2-D grids (`keras_rnncells.layers.grid_encoders`).
+GRID_MODELS = ("mdrnn", "rowlstm")
+MODELS = (*STACKS, *TREE_MODELS, *GRID_MODELS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,7 +285,10 @@ TASK_FLAGS = (
         "cells are gated across depth (Yao et al. 2015; --cell lstm); grid, a 2-D grid LSTM "
         "along time and depth (Kalchbrenner et al. 2015; --cell lstm); treelstm or spinn, a "
         "binary Tree-LSTM (Tai et al. 2015) or SPINN (Bowman et al. 2016) along the tree "
-        "the tokens spell in postfix order (logic)",
+        "the tokens spell in postfix order (logic); mdrnn or rowlstm, the features read "
+        "as a 2-D grid (steps × features) by a multi-dimensional RNN of --cell in four "
+        "directions (Graves et al. 2007) or PixelRNN's row LSTM (van den Oord et al. 2016; "
+        "--cell lstm)",
         choices=MODELS,
     ),
     Flag("layers", "data tasks: stacked recurrent layers", positive_int),

@@ -32,6 +32,7 @@ from keras_rnncells.cells.registry import get_cell
 from keras_rnncells.checks import check_choice, check_float, check_positive_int, check_rate
 from keras_rnncells.data import Task, load_task, size_options, task_options
 from keras_rnncells.defaults import (
+    GRID_MODELS,
     LANGUAGE_MODELS,
     MODELS,
     OPTIMIZERS,
@@ -46,6 +47,7 @@ from keras_rnncells.defaults import (
 )
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
 from keras_rnncells.layers import RNN, StackedRNN, WordDropout
+from keras_rnncells.layers.grid_encoders import grid_encoding
 from keras_rnncells.layers.stacks import connected_stack
 from keras_rnncells.locks import run_lock
 from keras_rnncells.metrics import TokenCrossEntropy, TokenLossMean
@@ -265,6 +267,11 @@ def build_model(
             f"Argument `model` {model!r} composes along the trees a task's tokens spell in "
             f"postfix order; task {task.name!r} has none (the logic task has)"
         )
+    if model in GRID_MODELS and task.vocabulary_size is not None:
+        raise ValueError(
+            f"Argument `model` {model!r} reads a feature task's sequences as a grid; task "
+            f"{task.name!r} reads tokens"
+        )
     penalties = {"norm_stabilizer": norm_stabilizer, "temporal_coherence": temporal_coherence}
     rnn_only = {
         "bidirectional": bidirectional,
@@ -272,7 +279,7 @@ def build_model(
         "stateful": stateful,
         **penalties,
     }
-    if model in TREE_MODELS:
+    if model in TREE_MODELS or model in GRID_MODELS:
         rnn_only["layers"] = layers
     for name, value in rnn_only.items() if model != "rnn" else ():
         if value != RNN_ONLY[name]:
@@ -315,6 +322,8 @@ def build_model(
     drop = keras.layers.Dropout(check_rate("dropout", dropout)) if dropout else None
     if model in TREE_MODELS:
         x = tree_root(task, model, units, inputs, drop(x) if drop else x)
+    elif model in GRID_MODELS:
+        x = grid_encoding(model, cells[0], units, drop(x) if drop else x)
     elif model != "rnn":
         stack = connected_stack(model, cell, units, layers, per_step, name="recurrent")
         x = stack(drop(x) if drop else x)

@@ -1,6 +1,6 @@
 """The RNN layer with its execution paths, the named layers, stacks of layers
-(plain, residual, dense; clockwork, gated-feedback, depth-gated and grid cells), the wrappers and
-word dropout."""
+(plain, residual, dense; clockwork, gated-feedback, depth-gated and grid cells), the wrappers,
+word dropout and the recurrences over 2-D grids (multi-dimensional RNN, row LSTM)."""
 
 from keras_rnncells.layers.clockwork import ClockworkCell
 from keras_rnncells.layers.depth_gated import DepthGatedLSTMCell
@@ -33,6 +33,7 @@ from keras_rnncells.layers.named import (
 )
 from keras_rnncells.layers.rnn import IMPLEMENTATIONS, RNN, compiled_inference, portable
 from keras_rnncells.layers.stacks import StackedRNN
+from keras_rnncells.layers.two_dimensional import MultiDimensionalRNN, RowLSTM
 from keras_rnncells.layers.word_dropout import WordDropout
 from keras_rnncells.layers.wrappers import CellWrapper, Zoneout
 
@@ -65,7 +66,9 @@ __all__ = [
     "LSTMNoInputGate",
     "LSTMNoOutputGate",
     "MuFuRU",
+    "MultiDimensionalRNN",
     "PeepholeLSTM",
+    "RowLSTM",
     "SimpleRNN",
     "StackedRNN",
     "WordDropout",
