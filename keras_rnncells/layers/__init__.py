@@ -1,11 +1,12 @@
 """The RNN layer with its execution paths, the named layers, stacks of layers
 (plain, residual, dense; clockwork, gated-feedback, depth-gated and grid cells), the wrappers and
-word dropout."""
+word dropout; the end-to-end memory network."""
 
 from keras_rnncells.layers.clockwork import ClockworkCell
 from keras_rnncells.layers.depth_gated import DepthGatedLSTMCell
 from keras_rnncells.layers.gated_feedback import GatedFeedbackCell
 from keras_rnncells.layers.grid_lstm import GridLSTMCell
+from keras_rnncells.layers.memory_network import MemoryNetwork
 from keras_rnncells.layers.named import (
     CIFGLSTM,
     DSGU,
@@ -64,6 +65,7 @@ __all__ = [
     "LSTMNoForgetGate",
     "LSTMNoInputGate",
     "LSTMNoOutputGate",
+    "MemoryNetwork",
     "MuFuRU",
     "PeepholeLSTM",
     "SimpleRNN",
