@@ -42,10 +42,10 @@ def reference(layer: kr.MemoryNetwork, story: np.ndarray, question: np.ndarray) 
         for j, word in enumerate(ids, start=1):
             if layer.position_encoding:
                 k = np.arange(1, d + 1)
-                l = (1 - j / J) - (k / d) * (1 - 2 * j / J)
+                weight = (1 - j / J) - (k / d) * (1 - 2 * j / J)
             else:
-                l = np.ones(d)
-            total += l * E[word]
+                weight = np.ones(d)
+            total += weight * E[word]
         return total
 
     answers = []
