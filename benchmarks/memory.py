@@ -195,6 +195,11 @@ def run(kind: str, model_name: str, hops: int, settings: dict, runs: Path) -> di
     return results
 
 
+def ratio(accuracy: float, reference: float) -> str:
+    """``accuracy / reference``, or "n/a" where the reference got nothing right."""
+    return f"{accuracy / reference:.2f}" if reference else "n/a"
+
+
 def table(results: list[dict]) -> list[str]:
     """The markdown table, each accuracy also as a ratio to its kind's LSTM's."""
     lines = [
@@ -211,7 +216,7 @@ def table(results: list[dict]) -> list[str]:
         hops = str(r["settings"]["hops"]) if model == "MemN2N" else "-"
         lines.append(
             f"| {kind} | {model} | {hops} | {r['test_accuracy']:.1%} | "
-            f"{1 - r['test_accuracy']:.1%} | {r['test_accuracy'] / lstm[kind]:.2f} | "
+            f"{1 - r['test_accuracy']:.1%} | {ratio(r['test_accuracy'], lstm[kind])} | "
             f"{r['validation_accuracy']:.1%} ({r['best_epoch']}) | {r['parameters']:,} | "
             f"{r['seconds_per_epoch']:.2f} |"
         )
