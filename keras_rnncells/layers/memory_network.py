@@ -22,6 +22,7 @@ __all__ = ["MemoryNetwork"]
 Tensor = Any
 
 WEIGHT_TYING = ("adjacent", "layerwise")
+ATTENTION = ("softmax", "linear")
 STORY = ("batch", "sentences", "words")
 QUESTION = ("batch", "words")
 # A masked attention score: exp(score + MASKED - max) is exactly 0 in float32.
@@ -80,7 +81,11 @@ class MemoryNetwork(keras.layers.Layer):
     * A sentence with no word and an empty story are masked out: an empty
       story gives ``p = 0``, ``o = 0``. Differences from the paper: ``W`` is
       its own matrix (``answer_size`` rows, not tied to ``C^K``); the training
-      tricks linear start and random noise are not part of the layer.
+      trick random noise is not part of the layer; linear start is
+      ``attention="linear"`` (``p^k = u^k · m^k`` over the story's sentences,
+      no softmax), which a training loop sets for its first epochs, then
+      sets back to ``"softmax"`` (and recompiles: the attribute is read when
+      the training function is traced).
 
     Args:
         vocabulary_size: number of word ids (id 0 is the padding).
@@ -92,6 +97,7 @@ class MemoryNetwork(keras.layers.Layer):
         position_encoding, temporal_encoding: see above.
         weight_tying: ``"adjacent"`` or ``"layerwise"``.
         hidden_map: whether ``u^{k+1} = H u^k + o^k`` (``H`` a linear map).
+        attention: ``"softmax"`` (the model) or ``"linear"`` (linear start).
         embeddings_initializer: of ``A``, ``B``, ``C``, ``T`` (the paper: N(0, 0.1)).
         kernel_initializer: of ``W`` and ``H``.
     """
@@ -107,6 +113,7 @@ class MemoryNetwork(keras.layers.Layer):
         temporal_encoding: bool = True,
         weight_tying: str = "adjacent",
         hidden_map: bool = False,
+        attention: str = "softmax",
         embeddings_initializer: Any = None,
         kernel_initializer: Any = "glorot_uniform",
         **kwargs: Any,
@@ -126,6 +133,7 @@ class MemoryNetwork(keras.layers.Layer):
             )
         self.weight_tying = check_choice("weight_tying", weight_tying, WEIGHT_TYING)
         self.hidden_map = check_bool("hidden_map", hidden_map)
+        self.attention = check_choice("attention", attention, ATTENTION)
         if embeddings_initializer is None:
             embeddings_initializer = keras.initializers.RandomNormal(stddev=0.1)
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
@@ -221,8 +229,11 @@ class MemoryNetwork(keras.layers.Layer):
         for hop in range(self.hops):
             m = memory_vectors(self.index_a(hop))
             c = memory_vectors(self.index_c(hop))
-            scores = ops.sum(m * u[:, None, :], axis=-1) + (1.0 - memory) * MASKED
-            p = ops.softmax(scores, axis=-1) * memory
+            scores = ops.sum(m * u[:, None, :], axis=-1)
+            if self.attention == "softmax":
+                p = ops.softmax(scores + (1.0 - memory) * MASKED, axis=-1) * memory
+            else:
+                p = scores * memory
             o = ops.sum(p[..., None] * c, axis=1)
             last = hop == self.hops - 1
             u = (u if last or self.map is None else self.map(u)) + o
@@ -243,6 +254,7 @@ class MemoryNetwork(keras.layers.Layer):
             temporal_encoding=self.temporal_encoding,
             weight_tying=self.weight_tying,
             hidden_map=self.hidden_map,
+            attention=self.attention,
             embeddings_initializer=keras.initializers.serialize(self.embeddings_initializer),
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
         )

@@ -66,8 +66,11 @@ def reference(layer: kr.MemoryNetwork, story: np.ndarray, question: np.ndarray) 
                     m = m + w["T"][a_of(hop)][back]
                     c = c + w["T"][c_of(hop)][back]
                 scores = m @ u
-                p = np.exp(scores - scores.max())
-                p /= p.sum()
+                if layer.attention == "linear":  # linear start: no softmax
+                    p = scores
+                else:
+                    p = np.exp(scores - scores.max())
+                    p /= p.sum()
                 o = p @ c
             if hop < hops - 1 and w["H"] is not None:
                 u = u @ w["H"] + o
@@ -103,6 +106,7 @@ CONFIGURATIONS = {
     "adjacent-H-bag-of-words": {"hidden_map": True, "position_encoding": False},
     "no-temporal": {"temporal_encoding": False, "memory_size": None, "hops": 2},
     "one-hop-memory-3": {"hops": 1, "memory_size": 3},
+    "linear-start": {"attention": "linear"},
 }
 
 
@@ -171,6 +175,7 @@ def test_empty_story_reads_nothing():
         ({"weight_tying": "none"}, "Argument `weight_tying` must be one of"),
         ({"memory_size": None}, "Argument `memory_size` must be a positive integer with temporal"),
         ({"hidden_map": 1}, "Argument `hidden_map` must be True or False"),
+        ({"attention": "relu"}, "Argument `attention` must be one of"),
     ],
 )
 def test_bad_arguments(options, message):
