@@ -19,7 +19,7 @@ the question as one word sequence, trained the same way in the same run.
 
 A finished run (its ``results.json`` under ``--out/runs``) is reused while
 its settings are the ones it would get now; ``--quick`` trains tiny runs
-that only check the script.
+that only check the script (one epoch of linear start, one with the softmax).
 
 Usage::
 
@@ -60,7 +60,7 @@ SETTINGS = {
 }
 # MemN2N's own: epochs of linear start (the softmax restored after them).
 MEMN2N_SETTINGS = {"linear_start_epochs": 10}
-QUICK = {"train_size": 40, "test_size": 20, "epochs": 1, "lstm_units": 8, "embedding_dim": 8}
+QUICK = {"train_size": 40, "test_size": 20, "epochs": 2, "lstm_units": 8, "embedding_dim": 8}
 TITLE = "End-to-end memory networks on bAbI-like stories (Sukhbaatar et al. 2015)"
 PAPER = (
     "- Paper: Sukhbaatar et al. 2015, Table 1 (bAbI, 1k training examples per task; "
