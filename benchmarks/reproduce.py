@@ -882,6 +882,7 @@ class ScriptedExperiment:
 SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = (
     ScriptedExperiment("rnng_logic", "rnng.py"),
     ScriptedExperiment("mnist_2d", "grid.py"),
+    ScriptedExperiment("babi_memory", "memory.py"),
 )
 
 EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)

@@ -1,11 +1,12 @@
 """The papers' tasks as tf.data pipelines, by name: ``load_task("adding")``.
 
-Generated: ``adding``, ``logic``, ``anbn``, ``anbncn``. Read from the offline
+Generated: ``adding``, ``logic``, ``anbn``, ``anbncn``; bAbI-like stories
+(`babi`, arrays for a memory network, not a registered task). Read from the offline
 data folder (`data_root`, never downloaded): ``mnist_rows``, ``mnist_pixels``,
 ``imdb``, ``sst2``, ``sst1``, ``ptb``, ``imdb_lm``. Each module documents its task.
 """
 
-from keras_rnncells.data import imdb_lm, logic, mnist, ptb, sentiment, synthetic
+from keras_rnncells.data import babi, imdb_lm, logic, mnist, ptb, sentiment, synthetic
 from keras_rnncells.data.paths import data_file, data_root
 from keras_rnncells.data.synthetic import adding_problem
 from keras_rnncells.data.tasks import (
@@ -24,6 +25,7 @@ __all__ = [
     "KINDS",
     "Task",
     "adding_problem",
+    "babi",
     "build_vocabulary",
     "data_file",
     "data_root",

@@ -1,11 +1,13 @@
 """The RNN layer with its execution paths, the named layers, stacks of layers
 (plain, residual, dense; clockwork, gated-feedback, depth-gated and grid cells), the wrappers,
-word dropout and the recurrences over 2-D grids (multi-dimensional RNN, row LSTM)."""
+word dropout, the recurrences over 2-D grids (multi-dimensional RNN, row LSTM) and the
+end-to-end memory network."""
 
 from keras_rnncells.layers.clockwork import ClockworkCell
 from keras_rnncells.layers.depth_gated import DepthGatedLSTMCell
 from keras_rnncells.layers.gated_feedback import GatedFeedbackCell
 from keras_rnncells.layers.grid_lstm import GridLSTMCell
+from keras_rnncells.layers.memory_network import MemoryNetwork
 from keras_rnncells.layers.named import (
     CIFGLSTM,
     DSGU,
@@ -65,6 +67,7 @@ __all__ = [
     "LSTMNoForgetGate",
     "LSTMNoInputGate",
     "LSTMNoOutputGate",
+    "MemoryNetwork",
     "MuFuRU",
     "MultiDimensionalRNN",
     "PeepholeLSTM",
