@@ -81,9 +81,7 @@ class PointerDecoder(keras.layers.Layer):
         self.cell_options = check_mapping("cell_options", cell_options)
         self.exclude_chosen = check_bool("exclude_chosen", exclude_chosen)
         self.learned_first_input = check_bool("learned_first_input", learned_first_input)
-        self.attention = Attention(
-            score, attention_units, name="pointer", dtype=self.dtype_policy
-        )
+        self.attention = Attention(score, attention_units, name="pointer", dtype=self.dtype_policy)
         self.cell = make_cell(cell, self.units, {**self.cell_options, "dtype": self.dtype_policy})
 
     def build(self, memories_shape, *args, **kwargs) -> None:

@@ -84,9 +84,7 @@ class SetEncoder(keras.layers.Layer):
         self.memory_units = (
             self.units if memory_units is None else check_positive_int("memory_units", memory_units)
         )
-        self.read_activation = keras.activations.serialize(
-            keras.activations.get(read_activation)
-        )
+        self.read_activation = keras.activations.serialize(keras.activations.get(read_activation))
         self.cell_name = cell
         self.cell_options = check_mapping("cell_options", cell_options)
         self.return_state = bool(return_state)

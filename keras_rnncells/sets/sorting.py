@@ -26,9 +26,10 @@ class PointerSorter(keras.Model):
       final states, its first input the last read ``r_K`` (so it starts from
       all of ``q*_K``), and points at the memories ``m_i``.
     * ``encoder="sequence"``: the sequence-to-sequence reference. A read
-      embedding like the set encoder's (``Dense``, tanh), then an LSTM over the numbers in the given order; the
-      same pointer decoder starts from its final states and points at its
-      outputs (a Pointer Network, Vinyals et al. 2015).
+      embedding like the set encoder's (``Dense``, tanh), then an LSTM over
+      the numbers in the given order; the same pointer decoder starts from
+      its final states and points at its outputs (a Pointer Network,
+      Vinyals et al. 2015).
 
     ``call({"numbers": (batch, n, 1), "targets": (batch, n)})`` gives the
     teacher-forced logits (batch, n, n) for training; ``call({"numbers": x})``
