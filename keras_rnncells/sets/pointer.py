@@ -83,6 +83,7 @@ class PointerDecoder(keras.layers.Layer):
         self.learned_first_input = check_bool("learned_first_input", learned_first_input)
         self.attention = Attention(score, attention_units, name="pointer", dtype=self.dtype_policy)
         self.cell = make_cell(cell, self.units, {**self.cell_options, "dtype": self.dtype_policy})
+        self.supports_masking = True
 
     def build(self, memories_shape, *args, **kwargs) -> None:
         check_input(self, "memories", memories_shape, ELEMENTS)
@@ -118,6 +119,7 @@ class PointerDecoder(keras.layers.Layer):
             first_input = ops.broadcast_to(self.first_input, (batch, self.memory_dim))
         keys = self.attention.keys(memories)
         allowed = mask
+        sizes = ops.sum(ops.cast(mask, "int32"), axis=-1)
         step_input, states = first_input, list(states)
         lowest = ops.cast(-1e9, self.compute_dtype)
         self.cell.reset_recurrent_dropout_mask()
@@ -129,9 +131,8 @@ class PointerDecoder(keras.layers.Layer):
             if targets is not None:
                 pointer = ops.cast(targets[:, t], "int32")
             else:
-                pointer = ops.where(
-                    ops.any(allowed, axis=-1), ops.cast(ops.argmax(scores, axis=-1), "int32"), -1
-                )
+                within = ops.logical_and(t < sizes, ops.any(allowed, axis=-1))
+                pointer = ops.where(within, ops.cast(ops.argmax(scores, axis=-1), "int32"), -1)
                 pointers.append(pointer)
             chosen = ops.one_hot(pointer, ops.shape(memories)[1], dtype=self.compute_dtype)
             step_input = ops.einsum("bn,bnd->bd", chosen, memories)
@@ -141,6 +142,9 @@ class PointerDecoder(keras.layers.Layer):
         if targets is not None:
             return logits
         return [ops.stack(pointers, axis=1), logits]
+
+    def compute_mask(self, memories, *args, **kwargs):
+        return None
 
     def compute_output_spec(self, memories, states, mask=None, targets=None, **kwargs):
         batch, elements = memories.shape[0], memories.shape[1]
