@@ -121,7 +121,9 @@ def ratio(value: float, reference: float) -> str:
     return f"{value / reference:.2f}" if reference > 0 else "n/a (reference 0)"
 
 
-def section(results: dict[tuple[str, int], dict], settings: Settings, quick: bool) -> list[str]:
+def section(
+    results: dict[tuple[str, int], dict], settings: Settings, quick: bool, command: str
+) -> list[str]:
     met = all(
         results["set", n]["exact_match"] > results["sequence", n]["exact_match"]
         for n in settings.sizes
@@ -153,10 +155,12 @@ def section(results: dict[tuple[str, int], dict], settings: Settings, quick: boo
         f"{settings.learning_rate} (clipnorm 1), {settings.units} units, "
         f"{settings.steps} process steps; {settings.test} held-out sets per n; "
         f"parameters: set {parameters['set']}, seq2seq {parameters['sequence']}; greedy "
-        f"decoding that never points twice; {seconds / 60:.0f} min of training on a shared "
-        "2-core CPU. Exact: the whole order right; per index: the steps right.",
+        "decoding, which may point at an element twice (as the papers' decoders may); "
+        f"{seconds / 60:.0f} min of training on a shared 2-core CPU, one seed. Exact: the "
+        "whole order right; per index: the steps right.",
         "",
-        f"Command: `python benchmarks/sets.py --out OUT{' --quick' if quick else ''}`",
+        f"Command: `{command}` (or `python benchmarks/reproduce.py --only sets_sorting`; "
+        "finished runs are reused).",
         "",
     ]
     return lines
@@ -183,7 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for n in settings.sizes
         for encoder in ENCODERS
     }
-    lines = section(results, settings, args.quick)
+    command = f"python benchmarks/sets.py --out {args.out}"
+    command += (" --quick" if args.quick else "") + (f" --sizes {args.sizes}" if args.sizes else "")
+    lines = section(results, settings, args.quick, command)
     print("\n".join(lines))
     out.mkdir(parents=True, exist_ok=True)
     (out / "section.md").write_text("\n".join(lines), encoding="utf-8")

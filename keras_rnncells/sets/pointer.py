@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_rnncells.cells.registry import make_cell
@@ -132,7 +133,8 @@ class PointerDecoder(keras.layers.Layer):
                 pointer = ops.cast(targets[:, t], "int32")
             else:
                 within = ops.logical_and(t < sizes, ops.any(allowed, axis=-1))
-                pointer = ops.where(within, ops.cast(ops.argmax(scores, axis=-1), "int32"), -1)
+                # tf.argmax: Keras' argmax bitcasts floats, which ONNX lacks
+                pointer = ops.where(within, tf.argmax(scores, axis=-1, output_type="int32"), -1)
                 pointers.append(pointer)
             chosen = ops.one_hot(pointer, ops.shape(memories)[1], dtype=self.compute_dtype)
             step_input = ops.einsum("bn,bnd->bd", chosen, memories)

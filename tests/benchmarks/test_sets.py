@@ -17,7 +17,7 @@ def test_quick_run_writes_the_section_and_resumes(load_script, tmp_path, capsys)
     rows = [line for line in lines if line.startswith("| 3 |") or line.startswith("| 4 |")]
     assert len(rows) == 2 and all(len(row.split("|")) == 8 for row in rows)
     assert all(row.split("|")[2].strip().endswith("%") for row in rows)
-    assert "`python benchmarks/sets.py --out OUT --quick`" in section
+    assert f"`python benchmarks/sets.py --out {out} --quick --sizes 3,4`" in section
     stamps = {p: p.stat().st_mtime_ns for p in out.glob("runs/*/results.json")}
     assert len(stamps) == 4
     capsys.readouterr()

@@ -1,5 +1,6 @@
 """`PointerDecoder` against a NumPy pointer network (teacher forcing), greedy
-decoding, masks, argument errors; `PointerSorter`'s `.keras` round trip."""
+decoding, masks, argument errors; `PointerSorter`'s `.keras` round trip and
+export (SavedModel served as stock TF Serving serves it, ONNX in onnxruntime)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import tensorflow as tf
 
 import keras_rnncells as kr
 from keras_rnncells.data.sorting import sorting_arrays
+from keras_rnncells.export import servable_from_model, write_onnx, write_saved_models
 from keras_rnncells.sets import exact_match
 
 UNITS, MEMORY, ELEMENTS = 4, 3, 5
@@ -142,3 +144,26 @@ def test_read_process_write_learns_to_sort_five_numbers():
     )
     model.fit({"numbers": numbers, "targets": order}, order, batch_size=64, epochs=4, verbose=0)
     assert exact_match(model.sort(test_numbers), test_order) > 0.3
+
+
+@pytest.mark.slow  # two exports and their checks: minutes
+def test_sorter_exports_serve_as_tf_serving_and_onnx_do(
+    tmp_path, serve_like_tf_serving, run_onnx_in_child
+):
+    """The greedy decoding's logits, for sets of a static size (the decoder
+    unrolls one step per element)."""
+    numbers, _ = sorting_arrays(3, 5, seed=8)
+    keras.utils.set_random_seed(0)
+    model = kr.PointerSorter("set", units=4, steps=2)
+    expected = np.asarray(model({"numbers": numbers}))
+    spec = {"numbers": tf.TensorSpec((None, 5, 1), tf.float32)}
+    servable = servable_from_model(model, name="sorter", input_signature=[spec])
+    inputs = {"numbers": numbers}
+    (directory,) = write_saved_models([servable], tmp_path / "export")
+    (served,) = serve_like_tf_serving([(directory, inputs)], tmp_path / "serve")
+    assert isinstance(served, dict), served
+    np.testing.assert_allclose(served["output_0"], expected, atol=1e-5)
+    write_onnx(servable, tmp_path / "onnx" / "model.onnx")
+    (ran,) = run_onnx_in_child([(tmp_path / "onnx" / "model.onnx", inputs)], tmp_path / "run")
+    assert isinstance(ran, dict), ran
+    np.testing.assert_allclose(ran["output_0"], expected, atol=1e-4)
