@@ -9,10 +9,10 @@ the given order, then the same pointer decoder: the paper's reference). Both
 train with teacher forcing on the same generated sets
 (`keras_rnncells.data.sorting.sorting_arrays`), same sizes, same epochs; the
 table gives the exact-match accuracy of the greedy decoding (every index of
-the row right) on held-out sets, and set/sequence ratios measured in the
-same run.
+the row right) on held-out sets, the mean over seeds 0 and 1 (data and
+initialization), and set/sequence ratios measured in the same run.
 
-Each run writes ``OUT/runs/ENCODER-nN/results.json`` (atomically) and is
+Each run writes ``OUT/runs/ENCODER-nN-seedS/results.json`` (atomically) and is
 skipped when it exists with the same settings, so an interrupted run
 resumes. ``OUT/section.md`` is the report's section.
 
@@ -63,22 +63,24 @@ class Settings:
     steps: int = 5
     batch: int = 64
     learning_rate: float = 3e-3
-    seed: int = 0
+    seeds: tuple[int, ...] = (0, 1)
 
 
-QUICK = Settings(train=128, test=32, epochs=1, units=8, steps=2, batch=32)
+QUICK = Settings(train=128, test=32, epochs=1, units=8, steps=2, batch=32, seeds=(0,))
 
 
-def train_one(encoder: str, size: int, settings: Settings, run_dir: Path) -> dict:
+def train_one(encoder: str, size: int, seed: int, settings: Settings, run_dir: Path) -> dict:
     """Trains one model (or reads its finished run) and returns its results."""
     path = run_dir / "results.json"
     wanted = {**asdict(settings), "sizes": list(settings.sizes), "encoder": encoder, "n": size}
+    del wanted["seeds"]
+    wanted["seed"] = seed
     if path.exists():
         done = json.loads(path.read_text(encoding="utf-8"))
         if done["settings"] == wanted:
             return done
-    keras.utils.set_random_seed(settings.seed)
-    numbers, order = sorting_arrays(settings.train, size, seed=settings.seed + size)
+    keras.utils.set_random_seed(seed)
+    numbers, order = sorting_arrays(settings.train, size, seed=1000 * seed + size)
     test_numbers, test_order = sorting_arrays(settings.test, size, seed=10_000 + size)
     model = PointerSorter(encoder, units=settings.units, steps=settings.steps)
     model.compile(
@@ -106,7 +108,7 @@ def train_one(encoder: str, size: int, settings: Settings, run_dir: Path) -> dic
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json(path, results)
     print(
-        f"{encoder:>8} n={size:<2} exact {100 * results['exact_match']:5.1f}%  "
+        f"{encoder:>8} n={size:<2} seed {seed} exact {100 * results['exact_match']:5.1f}%  "
         f"per index {100 * results['index_accuracy']:5.1f}%  {seconds:6.0f} s",
         flush=True,
     )
@@ -117,24 +119,39 @@ def percent(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
+def mean_of(runs: list[dict], key: str) -> float:
+    return float(np.mean([run[key] for run in runs]))
+
+
+def exact_cell(runs: list[dict]) -> str:
+    """The mean exact match, and each seed's where there are several."""
+    mean = percent(mean_of(runs, "exact_match"))
+    if len(runs) == 1:
+        return mean
+    return f"{mean} ({', '.join(percent(run['exact_match']) for run in runs)})"
+
+
 def ratio(value: float, reference: float) -> str:
     return f"{value / reference:.2f}" if reference > 0 else "n/a (reference 0)"
 
 
 def section(
-    results: dict[tuple[str, int], dict], settings: Settings, quick: bool, command: str
+    results: dict[tuple[str, int], list[dict]], settings: Settings, quick: bool, command: str
 ) -> list[str]:
+    """The report's section: ``results`` holds the runs (one per seed) of each
+    encoder and size."""
     met = all(
-        results["set", n]["exact_match"] > results["sequence", n]["exact_match"]
+        mean_of(results["set", n], "exact_match") > mean_of(results["sequence", n], "exact_match")
         for n in settings.sizes
     )
-    parameters = {e: results[e, settings.sizes[0]]["parameters"] for e in ENCODERS}
+    parameters = {e: results[e, settings.sizes[0]][0]["parameters"] for e in ENCODERS}
+    seeds = ", ".join(map(str, settings.seeds))
     lines = [
         "## Sets: sorting numbers with read-process-write (Vinyals et al. 2016)",
         "",
         f"- Paper: {PAPER}",
-        "- Target: the set encoder's exact-match accuracy above the sequence-to-sequence "
-        f"reference's at every n: {'met' if met else '**not met**'}.",
+        "- Target: the set encoder's exact-match accuracy (mean over seeds) above the "
+        f"sequence-to-sequence reference's at every n: {'met' if met else '**not met**'}.",
         "",
         "| n | read-process-write (exact) | seq2seq (exact) | ratio set/seq2seq "
         "| set (per index) | seq2seq (per index) |",
@@ -142,12 +159,12 @@ def section(
     ]
     for n in settings.sizes:
         s, q = results["set", n], results["sequence", n]
+        exact = [mean_of(runs, "exact_match") for runs in (s, q)]
         lines.append(
-            f"| {n} | {percent(s['exact_match'])} | {percent(q['exact_match'])} | "
-            f"{ratio(s['exact_match'], q['exact_match'])} | {percent(s['index_accuracy'])} | "
-            f"{percent(q['index_accuracy'])} |"
+            f"| {n} | {exact_cell(s)} | {exact_cell(q)} | {ratio(*exact)} | "
+            f"{percent(mean_of(s, 'index_accuracy'))} | {percent(mean_of(q, 'index_accuracy'))} |"
         )
-    seconds = sum(r["seconds"] for r in results.values())
+    seconds = sum(run["seconds"] for runs in results.values() for run in runs)
     lines += [
         "",
         f"Scale{' (--quick, a smoke run)' if quick else ''}: {settings.train} training sets "
@@ -156,7 +173,8 @@ def section(
         f"{settings.steps} process steps; {settings.test} held-out sets per n; "
         f"parameters: set {parameters['set']}, seq2seq {parameters['sequence']}; greedy "
         "decoding, which may point at an element twice (as the papers' decoders may); "
-        f"{seconds / 60:.0f} min of training on a shared 2-core CPU, one seed. Exact: the "
+        f"{seconds / 60:.0f} min of training on a shared 2-core CPU; seeds {seeds} (the "
+        "data and the initialization), their mean, each seed's in parentheses. Exact: the "
         "whole order right; per index: the steps right.",
         "",
         f"Command: `{command}` (or `python benchmarks/reproduce.py --only sets_sorting`; "
@@ -183,7 +201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = replace(settings, sizes=sizes)
     out = Path(args.out)
     results = {
-        (encoder, n): train_one(encoder, n, settings, out / "runs" / f"{encoder}-n{n}")
+        (encoder, n): [
+            train_one(encoder, n, seed, settings, out / "runs" / f"{encoder}-n{n}-seed{seed}")
+            for seed in settings.seeds
+        ]
         for n in settings.sizes
         for encoder in ENCODERS
     }
