@@ -883,6 +883,7 @@ SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = (
     ScriptedExperiment("rnng_logic", "rnng.py"),
     ScriptedExperiment("mnist_2d", "grid.py"),
     ScriptedExperiment("babi_memory", "memory.py"),
+    ScriptedExperiment("sets_sorting", "sets.py"),
 )
 
 EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)

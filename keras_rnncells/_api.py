@@ -22,6 +22,7 @@ from keras_rnncells.regularizers import (
     norm_stabilizer,
     temporal_coherence,
 )
+from keras_rnncells.sets import PointerDecoder, PointerSorter, SetEncoder
 from keras_rnncells.softmax import VocabularySoftmax, start_at_unigram
 
 # The applications' model classes register with Keras when their modules are
@@ -33,6 +34,9 @@ __all__ = [
     *cells.__all__,
     *layers.__all__,
     "NormStabilizer",
+    "PointerDecoder",
+    "PointerSorter",
+    "SetEncoder",
     "TemporalCoherence",
     "TokenCrossEntropy",
     "TokenLossMean",

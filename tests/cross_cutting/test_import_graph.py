@@ -54,6 +54,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "cells": {"checks"},
     "layers": {"cells", "checks"},
     "tree": {"cells", "checks", "layers"},
+    "sets": {"cells", "checks", "layers", "seq2seq"},
     "text": {"checks", "defaults", "files"},
     "data": {"checks"},
     "seq2seq": {"cells", "checks", "layers", "text"},
