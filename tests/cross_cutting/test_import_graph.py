@@ -52,6 +52,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "metrics": set(),
     "softmax": {"checks", "defaults"},
     "cells": {"checks"},
+    "reestimation": {"cells", "checks"},
     "layers": {"cells", "checks"},
     "tree": {"cells", "checks", "layers"},
     "sets": {"cells", "checks", "layers", "seq2seq"},
@@ -63,7 +64,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "distribute": {"checks", "defaults"},
     "experiments": {
         *("cells", "checks", "data", "defaults", "distribute", "layers"),
-        *("locks", "metrics", "regularizers", "softmax", "training", "tree"),
+        *("locks", "metrics", "reestimation", "regularizers", "softmax", "training", "tree"),
     },
     "export": {"cells", "checks", "files", "layers", "locks", "seq2seq", "text", "training"},
     "apps": {
