@@ -853,6 +853,7 @@ class ScriptedExperiment:
 # One line per script: each writes its own section (`ScriptedExperiment`).
 SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = (
     ScriptedExperiment("complexity", "complexity.py"),
+    ScriptedExperiment("multitask", "multitask.py"),
 )
 
 EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)

@@ -179,7 +179,7 @@ class MultiTaskSeq2Seq(keras.Model):
         )
 
     def generate(self, source, task: str, max_length: int | None = None):
-        """Greedy decoding of sequence task ``task``: tokens ``(B, 1, L)``."""
+        """Greedy decoding of sequence task ``task``: tokens ``(B, L)``, scores ``(B,)``."""
         if self.check_task(task) not in self.sequence_tasks:
             raise ValueError(
                 f"Argument `task` must be a sequence task {list(self.sequence_tasks)} to "
