@@ -10,7 +10,7 @@ single-task model per task trains ``steps`` steps on that task alone (the
 same number of updates and batch size: the same budget). Held-out dates
 (never seen in training): exact match of the greedy output for the sequence
 tasks, accuracy for the month. Finished runs are kept as
-``OUT/runs/NAME.json`` and not run again. Writes ``OUT/section.md``.
+``OUT/runs/SCALE/NAME.json`` and not run again. Writes ``OUT/section.md``.
 """
 
 from __future__ import annotations
@@ -60,9 +60,14 @@ def evaluate(model: MultiTaskSeq2Seq, task: str, data: dict) -> float:
     return float(np.mean([data["ids"].decode(t) == w for t, w in zip(tokens, wanted)]))
 
 
+def scale_name(scale: dict) -> str:
+    """A run directory's name for ``scale``: runs of another scale are not reused."""
+    return "_".join(f"{key}{value}" for key, value in sorted(scale.items()))
+
+
 def run(name: str, tasks: list[str], seed: int, scale: dict, out: Path) -> dict:
     """One training run (or its kept result)."""
-    path = out / "runs" / f"{name}.json"
+    path = out / "runs" / scale_name(scale) / f"{name}.json"
     if path.exists():
         return json.loads(path.read_text())
     data = multitask_date_splits(scale["train"], scale["test"], seed=seed)
@@ -113,7 +118,8 @@ def section(results: dict, scale: dict, quick: bool) -> str:
         f"training dates, {scale['test']} held-out dates, GRU units {scale['units']}, "
         f"batch {scale['batch']}, {scale['steps']} updates per model (multi-task: mixing "
         "ratios dates 1, autoencode 0.5, month 0.5), Adam 1e-3, greedy decoding; CPU, 2 "
-        "shared cores. Reproduce: `python benchmarks/multitask.py --out results/multitask`.",
+        "shared cores. Reproduce: `python benchmarks/multitask.py --out results/multitask "
+        f"--steps {scale['steps']}`.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -122,8 +128,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("results/multitask"))
     parser.add_argument("--quick", action="store_true", help="tiny smoke run")
+    parser.add_argument("--steps", type=int, help="updates per model (default 200)")
     args = parser.parse_args(argv)
-    scale = QUICK if args.quick else FULL
+    scale = dict(QUICK if args.quick else FULL)
+    if args.steps:
+        scale["steps"] = args.steps
     results = {}
     for seed in SEEDS:
         results[f"multi_{seed}"] = run(f"multi_{seed}", list(RATIOS), seed, scale, args.out)
