@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import Counter
 from pathlib import Path
 
 import keras
@@ -32,7 +33,7 @@ from keras_rnncells.data.multitask_dates import (
     task_arrays,
 )
 from keras_rnncells.files import write_atomically, write_json
-from keras_rnncells.seq2seq.multitask import MultiTaskSeq2Seq, fit_tasks
+from keras_rnncells.seq2seq.multitask import MultiTaskSeq2Seq, fit_tasks, task_schedule
 
 RATIOS = {"dates": 1.0, "autoencode": 0.5, "month": 0.5}
 SEEDS = (0, 1)
@@ -113,6 +114,15 @@ def section(results: dict, scale: dict, quick: bool) -> str:
         "| task | metric | multi-task (seed 0 / 1) | single-task (seed 0 / 1) | ratio of means |",
         "|---|---|---|---|---|",
         *rows,
+        "",
+        "Same budget: the same number of updates (and batch size) per model, so within the "
+        "multi-task model each task gets its mixing ratio's share of them ("
+        + ", ".join(
+            f"{task} {count}"
+            for task, count in Counter(task_schedule(RATIOS, scale["steps"])).items()
+        )
+        + "). Scores near zero mean the task is not learned at this scale, which then "
+        "says nothing for or against the paper's claim.",
         "",
         f"Scale{' (--quick: a smoke run, not a result)' if quick else ''}: {scale['train']} "
         f"training dates, {scale['test']} held-out dates, GRU units {scale['units']}, "
