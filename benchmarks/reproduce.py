@@ -884,6 +884,8 @@ SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = (
     ScriptedExperiment("mnist_2d", "grid.py"),
     ScriptedExperiment("babi_memory", "memory.py"),
     ScriptedExperiment("sets_sorting", "sets.py"),
+    ScriptedExperiment("complexity", "complexity.py"),
+    ScriptedExperiment("multitask", "multitask.py"),
 )
 
 EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)

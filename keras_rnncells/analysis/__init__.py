@@ -14,9 +14,23 @@ a forward pass (`gate_labels` names the gates by the cell's blocks);
 Fei-Fei's (2015) gate saturation; `CorrelationTally` and `token_features`
 find the units that follow a property of the text. `rnncells inspect` writes
 them all (`keras_rnncells.analysis.inspect`).
+
+`complexity_measures` gives an architecture's recurrent depth, feedforward
+depth and recurrent skip coefficient (Zhang et al. 2016) from its cyclic
+graph (`RecurrentGraph`); `cell_graph` and `connection_graph` build the
+graphs of the registered cells and of the stacks' connections
+(`rnncells cells --complexity`).
 """
 
 from keras_rnncells.analysis.activations import CorrelationTally, token_features
+from keras_rnncells.analysis.complexity import (
+    Edge,
+    Measures,
+    RecurrentGraph,
+    cell_graph,
+    complexity_measures,
+    connection_graph,
+)
 from keras_rnncells.analysis.omission import (
     mean_by_token,
     omission_scores,
@@ -31,6 +45,12 @@ from keras_rnncells.analysis.saturation import saturation_fractions, saturation_
 
 __all__ = [
     "CorrelationTally",
+    "Edge",
+    "Measures",
+    "RecurrentGraph",
+    "cell_graph",
+    "complexity_measures",
+    "connection_graph",
     "gate_labels",
     "mean_by_token",
     "omission_html",

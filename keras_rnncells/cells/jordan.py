@@ -38,6 +38,10 @@ class JordanRNNCell(DenseGatesCell):
     """
 
     blocks = ("h",)
+    # Its step for the complexity measures (keras_rnncells.analysis.complexity):
+    # x -> h -> y, and y back into h one step later.
+    recurrence_edges = (("x", "h", 0), ("h", "y", 0), ("y", "h", 1))
+    recurrence_outputs = ("y",)
     citation = "Jordan 1986, Serial order: a parallel distributed processing approach"
     uses_combine = True
 

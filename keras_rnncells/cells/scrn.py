@@ -63,6 +63,16 @@ class SCRNCell(DenseGatesCell):
     """
 
     blocks = ("h", "s")
+    # Its step for the complexity measures (keras_rnncells.analysis.complexity):
+    # the context s (from x and itself) beside h (from x, s and itself); y = [h; s].
+    recurrence_edges = (
+        ("x", "s", 0),
+        ("s", "s", 1),
+        ("x", "h", 0),
+        ("s", "h", 0),
+        ("h", "h", 1),
+    )
+    recurrence_outputs = ("h", "s")
     citation = "Mikolov et al. 2015, Learning longer memory in recurrent neural networks"
 
     def __init__(

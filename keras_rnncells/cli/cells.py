@@ -1,4 +1,6 @@
-"""``rnncells cells``: the registered cells, their sizes and citations."""
+"""``rnncells cells``: the registered cells, their sizes and citations; with
+``--complexity``, their complexity measures and those of each connection of
+stacked layers (`keras_rnncells.analysis.complexity`)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,23 @@ def cells_arguments(parser: argparse.ArgumentParser) -> None:
         "--input-dim", type=positive_int, default=64, help="input features (default 64)"
     )
     parser.add_argument("--units", type=positive_int, default=128, help="units (default 128)")
+    parser.add_argument(
+        "--complexity",
+        action="store_true",
+        help="print the recurrent depth, feedforward depth and recurrent skip coefficient "
+        "(Zhang et al. 2016) of every cell and of each connection of stacked layers instead",
+    )
+    parser.add_argument(
+        "--layers",
+        type=positive_int,
+        default=3,
+        help="with --complexity: layers (clockwork: modules) of each connection (default 3)",
+    )
+    parser.add_argument(
+        "--stack-cell",
+        default="lstm",
+        help="with --complexity: the registered cell of the connections (default lstm)",
+    )
 
 
 def cell_sizes(cls: type, input_dim: int, units: int) -> tuple[int, object]:
@@ -25,8 +44,12 @@ def cell_sizes(cls: type, input_dim: int, units: int) -> tuple[int, object]:
 
 
 def cells_run(args: argparse.Namespace) -> None:
-    """Prints the table of the registered cells."""
+    """Prints the table of the registered cells (or their complexity measures)."""
     from keras_rnncells import get_cell, list_cells
+
+    if args.complexity:
+        complexity_run(args.layers, args.stack_cell)
+        return
 
     rows, notes = [], []
     for name in list_cells():
@@ -45,6 +68,20 @@ def cells_run(args: argparse.Namespace) -> None:
     if notes:
         print("\nn/a: cannot be built at this shape:")
         print("\n".join(notes))
+
+
+def complexity_run(layers: int, cell: str) -> None:
+    """Prints the complexity measures of the cells and of the connections of
+    ``layers`` layers of ``cell``."""
+    from keras_rnncells.analysis.complexity import CITATION
+    from keras_rnncells.analysis.complexity_table import HEADERS, cell_rows, connection_rows
+
+    print(f"Complexity measures ({CITATION}):")
+    print("d_r: recurrent depth, d_f: feedforward depth, s: recurrent skip coefficient;")
+    print("a cell's step counts as one transformation, the readout as one more.\n")
+    print(format_table(("cell", *HEADERS), cell_rows()))
+    print(f"\nConnections of {layers} layers (clockwork: modules of periods 1, 2, 4, ...):")
+    print(format_table(("connection", "cell", "layers", *HEADERS), connection_rows(layers, cell)))
 
 
 COMMAND = Command("list the registered cells and their sizes", cells_arguments, cells_run)
