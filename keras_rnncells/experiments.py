@@ -35,6 +35,8 @@ from keras_rnncells.defaults import (
     LANGUAGE_MODELS,
     MODELS,
     OPTIMIZERS,
+    COUNTED_SOFTMAXES,
+    NORMALIZED_SOFTMAXES,
     SAMPLED_SOFTMAXES,
     SAMPLERS,
     SOFTMAXES,
@@ -631,8 +633,10 @@ def task_data(task_name: str, settings: Settings, strategy: tf.distribute.Strate
         *SOFTMAX_ONLY,
     )
     counts = None
-    if settings.unigram_bias or (
-        settings.softmax in SAMPLED_SOFTMAXES and settings.sampler == "unigram"
+    if (
+        settings.unigram_bias
+        or settings.softmax in COUNTED_SOFTMAXES
+        or (settings.softmax in SAMPLED_SOFTMAXES and settings.sampler == "unigram")
     ):
         counts = token_counts(task)
     if settings.stateful and strategy.num_replicas_in_sync > 1:
@@ -692,7 +696,7 @@ def task_evaluation(
     if settings.stateful:
         model = stateless_copy(model, data.build, strategy)
     served = language_model_for_serving(model)
-    if served is not model and settings.softmax != "class":
+    if served is not model and settings.softmax not in NORMALIZED_SOFTMAXES:
         scores["mean_abs_log_z"] = mean_abs_log_partition(served, task)
     metric = test_metric(task.kind)
     results = {
