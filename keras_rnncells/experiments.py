@@ -32,11 +32,11 @@ from keras_rnncells.cells.registry import get_cell
 from keras_rnncells.checks import check_choice, check_float, check_positive_int, check_rate
 from keras_rnncells.data import Task, load_task, size_options, task_options
 from keras_rnncells.defaults import (
+    COUNTED_SOFTMAXES,
     LANGUAGE_MODELS,
     MODELS,
-    OPTIMIZERS,
-    COUNTED_SOFTMAXES,
     NORMALIZED_SOFTMAXES,
+    OPTIMIZERS,
     SAMPLED_SOFTMAXES,
     SAMPLERS,
     SOFTMAXES,

@@ -58,9 +58,7 @@ def every_log_probability(
     internal = tree.nodes.shape[0] - 1
     scores = tf.matmul(hidden, node_kernel, transpose_b=True) + node_bias  # (N, V − 1)
     # columns: log σ(−s_n) (bit 0), log σ(s_n) (bit 1), then 0 (past the leaf)
-    steps = tf.concat(
-        [log_sigmoid(-scores), log_sigmoid(scores), tf.zeros_like(scores[:, :1])], -1
-    )
+    steps = tf.concat([log_sigmoid(-scores), log_sigmoid(scores), tf.zeros_like(scores[:, :1])], -1)
     columns = tree.nodes + internal * tree.bits
     columns[np.arange(tree.depth)[None, :] >= tree.lengths[:, None]] = 2 * internal
     log_p = tf.gather(steps, columns[:, 0], axis=-1)

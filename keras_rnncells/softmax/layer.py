@@ -118,7 +118,8 @@ class VocabularySoftmax(keras.layers.Layer):
         self.num_sampled = check_positive_int("num_sampled", num_sampled)
         self.sampler = check_choice("sampler", sampler, SAMPLERS)
         self.self_normalization = check_float("self_normalization", self_normalization, "[0, inf)")
-        if method in SAMPLED_SOFTMAXES and num_sampled >= vocabulary_size:
+        # (drawn without replacement; blackout and negative draw with it)
+        if method in ("sampled", "nce") and num_sampled >= vocabulary_size:
             raise ValueError(
                 f"Argument `num_sampled` must be below `vocabulary_size` ({vocabulary_size}), "
                 f"received: {num_sampled}"
@@ -134,7 +135,9 @@ class VocabularySoftmax(keras.layers.Layer):
         if sampler == "unigram" and method in SAMPLED_SOFTMAXES:
             self.unigram_counts = check_counts(unigram_counts, vocabulary_size, "sampler 'unigram'")
         if method in COUNTED_SOFTMAXES:
-            self.unigram_counts = check_counts(unigram_counts, vocabulary_size, f"method {method!r}")
+            self.unigram_counts = check_counts(
+                unigram_counts, vocabulary_size, f"method {method!r}"
+            )
         self.distortion = None
         if method in ("blackout", "negative"):
             alpha = DEFAULT_DISTORTION if distortion is None else distortion

@@ -87,8 +87,6 @@ def negative_sampling_losses(
 ) -> tf.Tensor:
     """Negative sampling's loss of each row (N,) for the draw ``sampled``
     (its ids alone count: no correction by Q)."""
-    true_scores, sampled_scores, hits = candidate_scores(
-        hidden, targets, sampled[0], kernel, bias
-    )
+    true_scores, sampled_scores, hits = candidate_scores(hidden, targets, sampled[0], kernel, bias)
     noise = tf.where(hits, tf.zeros_like(sampled_scores), tf.nn.softplus(sampled_scores))
     return tf.nn.softplus(-true_scores) + tf.reduce_sum(noise, 1)
