@@ -5,7 +5,8 @@ softmax's at 10k and 50k words (`benchmarks/softmax.py`).
 
 Each PTB run is ``rnncells train ptb --softmax METHOD`` through the library
 (`keras_rnncells.experiments.train_task`), into ``OUT/runs/METHOD``; a run
-with a ``results.json`` is read, not trained again. The test perplexity is
+with a ``results.json`` is read, not trained again, and the step costs
+saved in ``OUT/runs/step_costs.json`` are read, not timed again. The test perplexity is
 the exact one: the full softmax over the trained scores for blackout and
 negative, the tree's own normalized probabilities for hierarchical. The
 mean |log Z| over the test targets is reported where the outputs are scores
@@ -31,7 +32,7 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from keras_rnncells.experiments import train_task
-from keras_rnncells.files import write_atomically
+from keras_rnncells.files import write_atomically, write_json
 
 # The methods trained, the reference first.
 METHODS = ("full", "hierarchical", "blackout", "negative")
@@ -80,6 +81,16 @@ def step_costs(quick: bool, repeats: int) -> list[dict]:
     spec.loader.exec_module(module)
     argv = ["--heads", ",".join(TIMED_HEADS), "--repeats", str(repeats)]
     return module.main([*argv, *(["--quick"] if quick else [])])
+
+
+def timed_rows(path: Path, quick: bool, repeats: int) -> list[dict]:
+    """The step-cost rows saved at ``path`` by an earlier run, or measured now
+    (and saved there)."""
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    rows = step_costs(quick, 2 if quick else repeats)
+    write_json(path, rows)
+    return rows
 
 
 def perplexity_table(results: dict[str, dict]) -> list[str]:
@@ -182,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> str:
         print(f"== ptb, --softmax {method}", flush=True)
         results[method] = train(method, args.out / "runs" / method, *budget)
         print(f"   test perplexity {results[method]['test']['perplexity']:.1f}", flush=True)
-    rows = step_costs(args.quick, 2 if args.quick else args.repeats)
+    rows = timed_rows(args.out / "runs" / "step_costs.json", args.quick, args.repeats)
     text = section(results, rows, budget, args.quick, args.out)
     write_atomically(args.out / "section.md", lambda path: Path(path).write_text(text))
     print(text)

@@ -245,7 +245,8 @@ def build_model(
       With another ``softmax`` than "full", or ``self_normalization``, the
       head is a `keras_rnncells.VocabularySoftmax` trained by that method
       (``sampler``, ``num_sampled``; ``unigram_counts`` for the unigram
-      sampler), and the model reads ``[tokens, targets]`` and gives each
+      sampler and for "hierarchical", "blackout" and "negative"), and the
+      model reads ``[tokens, targets]`` and gives each
       token's loss, the exact one outside training
       (`language_model_for_serving` gives its tokens-to-logits model).
 

@@ -28,6 +28,5 @@ def test_softmax_methods_quick_section(load_script, tmp_path, require_data):
     for method in script.METHODS:
         assert method == "full" or f"--softmax {method}" in text
         assert (tmp_path / "runs" / method / "results.json").exists()
-    # a second run reads the finished runs (no training): the same perplexity table
-    again = script.main(["--out", str(tmp_path), "--quick"])
-    assert again.split("A training step")[0] == text.split("A training step")[0]
+    # a second run reads the finished runs and the step costs: the same section
+    assert script.main(["--out", str(tmp_path), "--quick"]) == text
