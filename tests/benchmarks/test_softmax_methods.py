@@ -22,7 +22,7 @@ def test_softmax_methods_quick_section(load_script, tmp_path, require_data):
     full = next(row for row in rows if row[0] == "| full" and len(row) == 5)
     assert full[2] == "1.00x"  # the reference, against itself
     hierarchical = next(row for row in rows if row[0] == "| hierarchical" and len(row) == 5)
-    assert hierarchical[3] == "normalized (0)"
+    assert hierarchical[3] == "0 (normalized)"
     heads = {row[1] for row in rows if len(row) == 7}
     assert {"full", "hierarchical", "blackout", "negative sampling"} <= heads
     for method in script.METHODS:
