@@ -886,6 +886,7 @@ SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = (
     ScriptedExperiment("sets_sorting", "sets.py"),
     ScriptedExperiment("complexity", "complexity.py"),
     ScriptedExperiment("multitask", "multitask.py"),
+    ScriptedExperiment("ptb_softmaxes", "softmax_methods.py"),
 )
 
 EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)

@@ -11,6 +11,7 @@ Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/softmax.py                # 10k and 50k words
     PYTHONPATH=. python benchmarks/softmax.py --quick        # seconds: tiny shapes
+    PYTHONPATH=. python benchmarks/softmax.py --heads hierarchical,blackout,"negative sampling"
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_rnncells import GRU, VocabularySoftmax
+from keras_rnncells.defaults import COUNTED_SOFTMAXES
 from keras_rnncells.metrics import TokenCrossEntropy
 from keras_rnncells.softmax import token_mean
 
@@ -40,8 +42,13 @@ HEADS = {
     "sampled, unigram": ("sampled", {"sampler": "unigram"}),
     "nce, log-uniform": ("nce", {}),
     "class": ("class", {}),
+    "hierarchical": ("hierarchical", {}),
+    "blackout": ("blackout", {}),
+    "negative sampling": ("negative", {}),
 }
 QUICK_HEADS = ("keras Dense + cross-entropy", "full", "sampled, log-uniform", "class")
+# The references every run times (the ratios' denominators).
+REFERENCES = ("keras Dense + cross-entropy", "full")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -53,16 +60,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--num-sampled", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--quick", action="store_true", help="tiny shapes, 2 rounds, 4 heads")
+    parser.add_argument(
+        "--heads",
+        help=f"comma-separated heads to time besides {' and '.join(REFERENCES)} (default: all; "
+        f"--quick: {', '.join(QUICK_HEADS[2:])}), of: {', '.join(HEADS)}",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.vocabularies, args.units, args.batch, args.steps, args.repeats = "300", 8, 4, 6, 2
         args.num_sampled = 16
-    args.heads = [
-        name
-        for name, head in HEADS.items()
-        if not args.quick
-        or name in ("keras Dense + cross-entropy", "full", "sampled, log-uniform", "class")
-    ]
+    if args.heads is None:
+        chosen = QUICK_HEADS if args.quick else tuple(HEADS)
+    else:
+        chosen = tuple(name.strip() for name in args.heads.split(","))
+        unknown = [name for name in chosen if name not in HEADS]
+        if unknown:
+            parser.error(f"--heads: unknown {unknown}; the heads are {list(HEADS)}")
+    args.heads = [name for name in HEADS if name in REFERENCES or name in chosen]
     return args
 
 
@@ -81,12 +95,13 @@ def build(
         model.compile("adam", loss, metrics=[TokenCrossEntropy()], jit_compile=False)
         return model, model
     method, options = head
-    counts = 1.0 / np.arange(1, vocabulary + 1)  # Zipfian, for the unigram sampler
+    counts = 1.0 / np.arange(1, vocabulary + 1)  # Zipfian: samplers, the Huffman tree
+    counted = options.get("sampler") == "unigram" or method in COUNTED_SOFTMAXES
     layer = VocabularySoftmax(
         vocabulary,
         method,
         num_sampled=args.num_sampled,
-        unigram_counts=counts if options.get("sampler") == "unigram" else None,
+        unigram_counts=counts if counted else None,
         **options,
     )
     targets = keras.Input((None,), dtype="int32")

@@ -102,8 +102,13 @@ class Settings:
 OPTIMIZERS = ("adam", "rmsprop", "sgd")
 # A language model's output-layer training losses (keras_rnncells.softmax), those of
 # them that draw noise words, and the samplers they draw them from.
-SOFTMAXES = ("full", "sampled", "nce", "class")
-SAMPLED_SOFTMAXES = ("sampled", "nce")
+SOFTMAXES = ("full", "sampled", "nce", "class", "hierarchical", "blackout", "negative")
+SAMPLED_SOFTMAXES = ("sampled", "nce", "blackout", "negative")
+# Those that read the training counts whatever the sampler (the hierarchical
+# softmax: its Huffman tree), and those whose outputs are normalized
+# log-probabilities rather than logits (no |log Z| to report).
+COUNTED_SOFTMAXES = ("hierarchical", "blackout", "negative")
+NORMALIZED_SOFTMAXES = ("class", "hierarchical")
 SAMPLERS = ("log_uniform", "unigram")
 
 
@@ -150,6 +155,8 @@ LANGUAGE_MODEL_FLAGS = (
         "language models (ptb, imdb_lm): the output layer's training loss: full "
         "(default); sampled, sampled softmax (Jean et al. 2015); nce, noise-contrastive "
         "estimation (Mnih & Teh 2012); class, a class-factored softmax over frequency bins; "
+        "hierarchical, over the Huffman tree of the training counts (Morin & Bengio 2005); "
+        "blackout (Ji et al. 2016); negative, negative sampling (Mikolov et al. 2013); "
         "validation and test use the exact one",
         choices=SOFTMAXES,
     ),
@@ -161,7 +168,8 @@ LANGUAGE_MODEL_FLAGS = (
     ),
     Flag(
         "num_sampled",
-        "language models, --softmax sampled or nce: noise words per batch (default 64)",
+        "language models, --softmax sampled, nce, blackout or negative: noise words per "
+        "batch (default 64)",
         positive_int,
         metavar="K",
     ),

@@ -32,9 +32,11 @@ from keras_rnncells.cells.registry import get_cell
 from keras_rnncells.checks import check_choice, check_float, check_positive_int, check_rate
 from keras_rnncells.data import Task, load_task, size_options, task_options
 from keras_rnncells.defaults import (
+    COUNTED_SOFTMAXES,
     GRID_MODELS,
     LANGUAGE_MODELS,
     MODELS,
+    NORMALIZED_SOFTMAXES,
     OPTIMIZERS,
     SAMPLED_SOFTMAXES,
     SAMPLERS,
@@ -248,7 +250,8 @@ def build_model(
       With another ``softmax`` than "full", or ``self_normalization``, the
       head is a `keras_rnncells.VocabularySoftmax` trained by that method
       (``sampler``, ``num_sampled``; ``unigram_counts`` for the unigram
-      sampler), and the model reads ``[tokens, targets]`` and gives each
+      sampler and for "hierarchical", "blackout" and "negative"), and the
+      model reads ``[tokens, targets]`` and gives each
       token's loss, the exact one outside training
       (`language_model_for_serving` gives its tokens-to-logits model).
 
@@ -643,8 +646,10 @@ def task_data(task_name: str, settings: Settings, strategy: tf.distribute.Strate
         *SOFTMAX_ONLY,
     )
     counts = None
-    if settings.unigram_bias or (
-        settings.softmax in SAMPLED_SOFTMAXES and settings.sampler == "unigram"
+    if (
+        settings.unigram_bias
+        or settings.softmax in COUNTED_SOFTMAXES
+        or (settings.softmax in SAMPLED_SOFTMAXES and settings.sampler == "unigram")
     ):
         counts = token_counts(task)
     if settings.stateful and strategy.num_replicas_in_sync > 1:
@@ -712,7 +717,7 @@ def task_evaluation(
     if settings.stateful:
         model = stateless_copy(model, data.build, strategy)
     served = language_model_for_serving(model)
-    if served is not model and settings.softmax != "class":
+    if served is not model and settings.softmax not in NORMALIZED_SOFTMAXES:
         scores["mean_abs_log_z"] = mean_abs_log_partition(served, task)
     metric = test_metric(task.kind)
     results = {

@@ -311,7 +311,7 @@ def test_a_language_model_run_with_each_loss_saves_a_tokens_to_logits_model(tmp_
         ),
         ({"method": "sampled", "num_sampled": 5, "self_normalization": 0.1}, "method 'full'"),
         ({"method": "class", "classes": 24}, "`classes` must be at most"),
-        ({"method": "hierarchical"}, "`method` must be one of"),
+        ({"method": "huffman"}, "`method` must be one of"),
     ],
 )
 def test_bad_arguments_are_named(options, message):

@@ -2,7 +2,8 @@
 served as a stock TF Serving serves it (XLA JIT off, keras_rnncells not
 importable) and the ONNX file in onnxruntime without TensorFlow, each in a
 child process, give the model's logits (class-factored: log-probabilities)
-at batch 3, 1 and 0 and at lengths the examples do not have."""
+at batch 3, 1 and 0 and at lengths the examples do not have; the
+hierarchical softmax's log-probabilities too."""
 
 from __future__ import annotations
 
@@ -14,17 +15,20 @@ from keras_rnncells import GRU, VocabularySoftmax
 from keras_rnncells.export import servable_from_model, write_onnx, write_saved_models
 
 VOCABULARY = 50
+COUNTS = [0.0, *(100.0 / np.arange(1, VOCABULARY))]  # the hierarchical softmax's tree
 
 
 def language_model() -> keras.Model:
     """Tokens to the logits of a sampled-softmax head and the log-probabilities
-    of a class-factored one over the same GRU (weights random)."""
+    of a class-factored and a hierarchical one over the same GRU (weights random)."""
     keras.utils.set_random_seed(3)
     tokens = keras.Input((None,), dtype="int32", name="tokens")
     hidden = GRU(6, return_sequences=True)(keras.layers.Embedding(VOCABULARY, 5)(tokens))
     heads = {
-        method: VocabularySoftmax(VOCABULARY, method, num_sampled=8, classes=7, name=method)
-        for method in ("sampled", "class")
+        method: VocabularySoftmax(
+            VOCABULARY, method, num_sampled=8, classes=7, unigram_counts=COUNTS, name=method
+        )
+        for method in ("sampled", "class", "hierarchical")
     }
     model = keras.Model(tokens, {method: head(hidden) for method, head in heads.items()})
     for head in heads.values():
@@ -47,7 +51,8 @@ def test_language_model_heads_serve_and_run_in_onnxruntime(
     batch[1, 4:] = 0  # right padding
     requests = [{"tokens": batch}, {"tokens": batch[:1, :2]}, {"tokens": batch[:0]}]
     expected = [{k: np.asarray(v) for k, v in model(r["tokens"]).items()} for r in requests]
-    np.testing.assert_allclose(np.exp(expected[0]["class"]).sum(-1), 1.0, rtol=1e-5)
+    for normalized in ("class", "hierarchical"):
+        np.testing.assert_allclose(np.exp(expected[0][normalized]).sum(-1), 1.0, rtol=1e-5)
     served = serve_like_tf_serving([(directory, r) for r in requests], tmp_path / "serve")
     ran = run_onnx_in_child([(onnx_file, r) for r in requests], tmp_path / "onnx-run")
     for want, from_server, from_onnx in zip(expected, served, ran):

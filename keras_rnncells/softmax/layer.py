@@ -31,8 +31,19 @@ The methods (V words, k samples per batch, Q(w) the sampler's probability):
   2011): words sorted by frequency (the id order of our vocabularies) fall
   into ``classes`` bins of equal size, and ``p(w | h) = p(c(w) | h) p(w |
   c(w), h)``, two softmaxes of C and V/C entries in place of one of V.
+- ``hierarchical``: the hierarchical softmax (Morin & Bengio 2005; Mikolov
+  et al. 2013) over the Huffman tree of ``unigram_counts``
+  (`keras_rnncells.softmax.hierarchical`): ``log p(w|h) = Σ_j log σ((2b_j −
+  1)(h·u_{n_j} + c_{n_j}))`` along the word's code; training reads the
+  target's ≈ log₂ V nodes, and the layer's output is every word's exact
+  log-probability. Its weights are the V − 1 node vectors, not ``W``.
+- ``blackout`` (Ji et al. 2016) and ``negative`` (negative sampling,
+  Mikolov et al. 2013): losses over the target and ``num_sampled`` words
+  drawn with replacement from ``Q ∝ unigram_counts^distortion``
+  (`keras_rnncells.softmax.negatives`); outside training, the full softmax.
 
-The samplers (``sampler``, for "sampled" and "nce"): ``log_uniform``, the
+The samplers (``sampler``, for "sampled" and "nce"; "blackout" and
+"negative" draw from the distorted counts above): ``log_uniform``, the
 Zipfian ``Q(w) = log((w + 2)/(w + 1)) / log(V + 1)`` of TensorFlow's
 ``log_uniform_candidate_sampler``, which assumes ids sorted by decreasing
 frequency; ``unigram``, ``Q(w) ∝ counts[w]``, the training-set counts
@@ -59,7 +70,17 @@ import numpy as np
 import tensorflow as tf
 
 from keras_rnncells.checks import check_choice, check_float, check_positive_int
-from keras_rnncells.defaults import SAMPLED_SOFTMAXES, SAMPLERS, SOFTMAXES
+from keras_rnncells.defaults import (
+    COUNTED_SOFTMAXES,
+    SAMPLED_SOFTMAXES,
+    SAMPLERS,
+    SOFTMAXES,
+)
+from keras_rnncells.softmax import hierarchical, negatives
+from keras_rnncells.softmax.huffman import huffman_tree
+
+# Q ∝ counts^α of BlackOut and negative sampling, by default (Mikolov et al.'s α).
+DEFAULT_DISTORTION = 0.75
 
 __all__ = ["VocabularySoftmax", "start_at_unigram", "token_mean"]
 
@@ -69,10 +90,14 @@ class VocabularySoftmax(keras.layers.Layer):
     """The output layer of a language model over ``vocabulary_size`` words,
     trained by ``method`` (see the module): ``"full"`` (optionally
     ``self_normalization`` α), ``"sampled"`` or ``"nce"`` (``num_sampled``
-    words from ``sampler``; ``unigram_counts`` for the unigram sampler), or
-    ``"class"`` (``classes`` frequency bins; default ⌈√V⌉).
+    words from ``sampler``; ``unigram_counts`` for the unigram sampler),
+    ``"class"`` (``classes`` frequency bins; default ⌈√V⌉), ``"hierarchical"``
+    (the Huffman tree of ``unigram_counts``), or ``"blackout"`` and
+    ``"negative"`` (``num_sampled`` words from ``unigram_counts`` to the power
+    ``distortion``, default 0.75).
 
-    ``layer(h)``: logits (…, V); ``layer([h, targets])``: the loss of each
+    ``layer(h)``: logits (…, V) (for "class" and "hierarchical", the
+    normalized log-probabilities); ``layer([h, targets])``: the loss of each
     target token (…), 0 where the target is 0 (padding)."""
 
     def __init__(
@@ -84,6 +109,7 @@ class VocabularySoftmax(keras.layers.Layer):
         unigram_counts: Sequence[float] | None = None,
         self_normalization: float = 0.0,
         classes: int | None = None,
+        distortion: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -92,7 +118,8 @@ class VocabularySoftmax(keras.layers.Layer):
         self.num_sampled = check_positive_int("num_sampled", num_sampled)
         self.sampler = check_choice("sampler", sampler, SAMPLERS)
         self.self_normalization = check_float("self_normalization", self_normalization, "[0, inf)")
-        if method in SAMPLED_SOFTMAXES and num_sampled >= vocabulary_size:
+        # (drawn without replacement; blackout and negative draw with it)
+        if method in ("sampled", "nce") and num_sampled >= vocabulary_size:
             raise ValueError(
                 f"Argument `num_sampled` must be below `vocabulary_size` ({vocabulary_size}), "
                 f"received: {num_sampled}"
@@ -107,6 +134,27 @@ class VocabularySoftmax(keras.layers.Layer):
         self.unigram_counts = None
         if sampler == "unigram" and method in SAMPLED_SOFTMAXES:
             self.unigram_counts = check_counts(unigram_counts, vocabulary_size, "sampler 'unigram'")
+        if method in COUNTED_SOFTMAXES:
+            self.unigram_counts = check_counts(
+                unigram_counts, vocabulary_size, f"method {method!r}"
+            )
+        self.distortion = None
+        if method in ("blackout", "negative"):
+            alpha = DEFAULT_DISTORTION if distortion is None else distortion
+            self.distortion = check_float("distortion", alpha, "[0, 1]")
+        elif distortion is not None:
+            raise ValueError(
+                "Argument `distortion` applies to methods 'blackout' and 'negative', received "
+                f"{distortion} with method {method!r}"
+            )
+        self.tree = None
+        if method == "hierarchical":
+            if vocabulary_size < 2:
+                raise ValueError(
+                    "Argument `vocabulary_size` must be at least 2 for method 'hierarchical' "
+                    f"(a tree of words), received: {vocabulary_size}"
+                )
+            self.tree = huffman_tree(self.unigram_counts)
         self.classes = None
         if method == "class":
             default = math.ceil(math.sqrt(vocabulary_size))
@@ -123,6 +171,16 @@ class VocabularySoftmax(keras.layers.Layer):
     def build(self, input_shape: Any) -> None:
         hidden_shape = input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape
         units = hidden_shape[-1]
+        if self.method == "hierarchical":  # the tree's nodes in place of the words
+            self.node_kernel = self.add_weight(
+                name="node_kernel",
+                shape=(self.vocabulary_size - 1, units),
+                initializer="glorot_uniform",
+            )
+            self.node_bias = self.add_weight(
+                name="node_bias", shape=(self.vocabulary_size - 1,), initializer="zeros"
+            )
+            return
         self.kernel = self.add_weight(
             name="kernel", shape=(self.vocabulary_size, units), initializer="glorot_uniform"
         )
@@ -142,9 +200,15 @@ class VocabularySoftmax(keras.layers.Layer):
 
     # -- inference ------------------------------------------------------------------
     def logits(self, hidden: tf.Tensor) -> tf.Tensor:
-        """``h Wᵀ + b`` over the last axis; for "class", the log-probabilities."""
+        """``h Wᵀ + b`` over the last axis; for "class" and "hierarchical",
+        the log-probabilities."""
         flat = tf.reshape(hidden, [-1, tf.shape(hidden)[-1]])
-        logits = tf.matmul(flat, self.kernel, transpose_b=True) + self.bias  # W (V, d) as is
+        if self.method == "hierarchical":
+            logits = hierarchical.every_log_probability(
+                flat, self.tree, self.node_kernel, self.node_bias
+            )
+        else:
+            logits = tf.matmul(flat, self.kernel, transpose_b=True) + self.bias  # W (V, d)
         # (the vocabulary's size, not -1: onnxruntime cannot infer it for an empty batch)
         logits = tf.reshape(logits, tf.concat([tf.shape(hidden)[:-1], [self.vocabulary_size]], 0))
         if self.method != "class":
@@ -183,6 +247,10 @@ class VocabularySoftmax(keras.layers.Layer):
             losses = self.sampled_losses(flat_hidden, flat_targets)
         elif self.method == "class":
             losses = self.class_losses(flat_hidden, flat_targets)
+        elif self.method == "hierarchical":  # its exact loss, from the target's path
+            losses = -hierarchical.path_log_probabilities(
+                flat_hidden, flat_targets, self.tree, self.node_kernel, self.node_bias
+            )
         else:
             logits = self.logits(flat_hidden)
             losses = tf.nn.sparse_softmax_cross_entropy_with_logits(flat_targets, logits)
@@ -203,6 +271,11 @@ class VocabularySoftmax(keras.layers.Layer):
             "unique": True,
             "range_max": self.vocabulary_size,
         }
+        if self.method in ("blackout", "negative"):  # k draws with replacement
+            options["unique"] = False
+            return tf.random.fixed_unigram_candidate_sampler(
+                unigrams=self.unigram_counts, distortion=self.distortion, **options
+            )
         if self.sampler == "unigram":
             return tf.random.fixed_unigram_candidate_sampler(
                 unigrams=self.unigram_counts, **options
@@ -212,8 +285,16 @@ class VocabularySoftmax(keras.layers.Layer):
     def sampled_losses(
         self, hidden: tf.Tensor, targets: tf.Tensor, sampled: tuple | None = None
     ) -> tf.Tensor:
-        """The "sampled" or "nce" loss of each row of ``hidden`` (N, d), over
-        the ``sampled`` candidates (by default a draw of `sampled_values`)."""
+        """The "sampled", "nce", "blackout" or "negative" loss of each row of
+        ``hidden`` (N, d), over the ``sampled`` candidates (by default a draw
+        of `sampled_values`)."""
+        if self.method in ("blackout", "negative"):
+            losses = {
+                "blackout": negatives.blackout_losses,
+                "negative": negatives.negative_sampling_losses,
+            }[self.method]
+            drawn = self.sampled_values(targets) if sampled is None else sampled
+            return losses(hidden, targets, self.kernel, self.bias, drawn)
         loss = tf.nn.sampled_softmax_loss if self.method == "sampled" else tf.nn.nce_loss
         return loss(
             weights=self.kernel,
@@ -261,6 +342,7 @@ class VocabularySoftmax(keras.layers.Layer):
             "unigram_counts": self.unigram_counts,
             "self_normalization": self.self_normalization,
             "classes": self.classes,
+            "distortion": self.distortion,
         }
 
 
@@ -288,7 +370,16 @@ def start_at_unigram(layer: keras.layers.Layer, counts: Sequence[float]) -> None
     log-probabilities of the add-one smoothed unigram distribution of
     ``counts`` (one per word; see the module). For the class-factored
     softmax the class biases are the log-probabilities of the classes, so
-    that both factors start at the same distribution."""
+    that both factors start at the same distribution; for the hierarchical
+    softmax the node biases give each node's share of it to its children
+    (`keras_rnncells.softmax.hierarchical.unigram_node_biases`)."""
+    if getattr(layer, "method", None) == "hierarchical" and layer.built:
+        size = layer.vocabulary_size
+        values = np.asarray(check_counts(counts, size, "the unigram bias"))
+        probabilities = (values + 1.0) / (values.sum() + size)
+        biases = hierarchical.unigram_node_biases(layer.tree, probabilities)
+        layer.node_bias.assign(biases.astype(layer.node_bias.dtype))
+        return
     bias = getattr(layer, "bias", None)
     if bias is None or len(bias.shape) != 1:
         raise ValueError(
