@@ -50,8 +50,11 @@ class HierarchicalEncoder(keras.layers.Layer):
       document with one reads as the same document without it;
     * only present sentences run through the word layer (gathered into one
       batch of ``(number present, W, D)`` and scattered back), so padding
-      sentences cost nothing and give the sentence layer zero vectors, which
-      its mask skips;
+      sentences cost almost nothing and give the sentence layer zero
+      vectors, which its mask skips. With ``round_rows`` (the default) that
+      batch is rounded up to the next power of two with empty rows, whose
+      outputs are dropped: compiled loops (XLA compiles one program per
+      shape) then see a few batch sizes, not one per number of sentences;
     * an empty document (no present sentence) gives zeros: the initial state
       of our layers, which a fully masked sequence keeps (the output is
       multiplied by the document mask, so any sentence layer gives zeros
@@ -62,9 +65,14 @@ class HierarchicalEncoder(keras.layers.Layer):
     """
 
     def __init__(
-        self, word_layer: keras.layers.Layer, sentence_layer: keras.layers.Layer, **kwargs: Any
+        self,
+        word_layer: keras.layers.Layer,
+        sentence_layer: keras.layers.Layer,
+        round_rows: bool = True,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.round_rows = bool(round_rows)
         self.word_layer = recurrent_layer("word_layer", word_layer)
         self.sentence_layer = recurrent_layer("sentence_layer", sentence_layer)
         if getattr(word_layer, "return_sequences", False):
@@ -99,20 +107,29 @@ class HierarchicalEncoder(keras.layers.Layer):
         if mask is None:
             mask = tf.ones(shape[:3], tf.bool)
         mask = tf.cast(mask, tf.bool)
-        flat_words = tf.reshape(documents, tf.stack([batch * sentences, words, features]))
-        flat_mask = tf.reshape(mask, tf.stack([batch * sentences, words]))
+        count = batch * sentences
+        # one more row, empty: where the rows added by `round_rows` read and write
+        flat_words = tf.concat(
+            [
+                tf.reshape(documents, tf.stack([count, words, features])),
+                tf.zeros(tf.stack([1, words, features]), documents.dtype),
+            ],
+            axis=0,
+        )
+        flat_mask = tf.reshape(mask, tf.stack([count, words]))
         present = tf.reduce_any(flat_mask, axis=-1)  # (B * S,)
-        rows = tf.where(present)  # (number present, 1), int64
+        flat_mask = tf.concat([flat_mask, tf.zeros(tf.stack([1, words]), tf.bool)], axis=0)
+        rows = tf.cast(tf.where(present)[:, 0], tf.int32)  # (number present,)
+        if self.round_rows:
+            rows = rounded_rows(rows, count)
         vectors = self.word_layer(
-            tf.gather_nd(flat_words, rows),
-            mask=tf.gather_nd(flat_mask, rows),
+            tf.gather(flat_words, rows),
+            mask=tf.gather(flat_mask, rows),
             training=training,
         )
         size = vectors.shape[-1]
-        sentence_vectors = tf.scatter_nd(
-            rows, vectors, tf.stack([tf.cast(batch * sentences, tf.int64), size])
-        )
-        sentence_vectors = tf.reshape(sentence_vectors, tf.stack([batch, sentences, size]))
+        sentence_vectors = tf.scatter_nd(rows[:, None], vectors, tf.stack([count + 1, size]))
+        sentence_vectors = tf.reshape(sentence_vectors[:-1], tf.stack([batch, sentences, size]))
         sentence_mask = tf.reshape(present, tf.stack([batch, sentences]))
         outputs = self.sentence_layer(sentence_vectors, mask=sentence_mask, training=training)
         if len(outputs.shape) == 2:  # one vector per document: zeros for an empty one
@@ -137,6 +154,7 @@ class HierarchicalEncoder(keras.layers.Layer):
             **super().get_config(),
             "word_layer": keras.saving.serialize_keras_object(self.word_layer),
             "sentence_layer": keras.saving.serialize_keras_object(self.sentence_layer),
+            "round_rows": self.round_rows,
         }
 
     @classmethod
@@ -145,6 +163,20 @@ class HierarchicalEncoder(keras.layers.Layer):
         for name in ("word_layer", "sentence_layer"):
             config[name] = keras.saving.deserialize_keras_object(config[name])
         return cls(**config)
+
+
+# 0, then the powers of two: the word layer's batch sizes with `round_rows`.
+ROW_BUCKETS = (0, *(2**i for i in range(31)))
+
+
+def rounded_rows(rows: tf.Tensor, empty_row: int) -> tf.Tensor:
+    """Row indices ``(N,)`` followed by ``empty_row`` up to the smallest of
+    `ROW_BUCKETS` that is at least N (with comparisons and a reduction,
+    which ONNX converts exactly, no logarithm)."""
+    count = tf.shape(rows)[0]
+    buckets = tf.constant(ROW_BUCKETS, tf.int32)
+    rounded = tf.reduce_min(tf.where(buckets >= count, buckets, ROW_BUCKETS[-1]))
+    return tf.concat([rows, tf.fill([rounded - count], empty_row)], axis=0)
 
 
 def recurrent_layer(name: str, layer: Any) -> keras.layers.Layer:
