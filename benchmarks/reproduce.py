@@ -851,7 +851,9 @@ class ScriptedExperiment:
 
 
 # One line per script: each writes its own section (`ScriptedExperiment`).
-SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = ()
+SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = (
+    ScriptedExperiment("imdb_hierarchical", "hierarchical.py"),
+)
 
 EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)
 

@@ -133,6 +133,22 @@ def test_padding_gives_the_unpadded_numbers(layers):
             np.testing.assert_allclose(batch[i, present], alone[0, : len(kept)], atol=1e-6)
 
 
+def test_rows_rounded_to_a_power_of_two_change_nothing():
+    from keras_rnncells.layers.hierarchical import rounded_rows
+
+    for count, size in ((0, 0), (1, 1), (3, 4), (4, 4), (5, 8), (33, 64)):
+        rows = np.asarray(rounded_rows(np.arange(count, dtype="int32"), 99))
+        np.testing.assert_array_equal(rows, [*range(count), *[99] * (size - count)])
+    rounded = encoder_model(kr.GRU(3), kr.GRU(2))
+    exact = encoder_model(kr.GRU(3), kr.GRU(2))
+    exact.get_layer("documents").round_rows = False
+    exact.set_weights(rounded.get_weights())
+    ids = padded(DOCUMENTS, sentences=4)
+    with kr.portable():
+        np.testing.assert_allclose(rounded(ids), exact(ids), atol=1e-6)
+    assert rounded.get_layer("documents").get_config()["round_rows"] is True
+
+
 def test_sentence_sequences_carry_the_sentence_mask():
     encoder = kr.HierarchicalEncoder(kr.GRU(2), kr.GRU(3, return_sequences=True))
     ids = padded(DOCUMENTS)
