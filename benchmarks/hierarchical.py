@@ -123,8 +123,8 @@ def run(encoder: str, seed: int, args: argparse.Namespace, out: Path) -> dict:
 
 
 def per_epoch(result: dict) -> float:
-    """Seconds per epoch after the first (which compiles the loops for most
-    shapes), or the first alone in a one-epoch run."""
+    """Seconds per epoch after the first (which traces the training function
+    for its shapes), or the first alone in a one-epoch run."""
     seconds = result["seconds_per_epoch"]
     return float(np.mean(seconds[1:] if len(seconds) > 1 else seconds))
 
