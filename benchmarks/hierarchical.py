@@ -216,8 +216,9 @@ def section(results: dict[tuple[str, int], dict], args: argparse.Namespace) -> s
             "",
             f"Reproduce: `{command}`; the four runs may train at once, each in its own "
             "process (`--run flat-seed0`, ..., then the command above writes the table from "
-            "the finished runs), as the measured table's runs did, so each hierarchical run "
-            "overlapped the flat run of its seed. `rnncells train sentiment --dataset imdb "
+            "the finished runs). The committed table's flat seed 0 trained first, alone, and "
+            "the other three at once, so their seconds per epoch were measured under "
+            "different loads. `rnncells train sentiment --dataset imdb "
             "--encoder hierarchical` trains the application at full scale.",
             "",
         ]
