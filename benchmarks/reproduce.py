@@ -887,6 +887,7 @@ SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = (
     ScriptedExperiment("complexity", "complexity.py"),
     ScriptedExperiment("multitask", "multitask.py"),
     ScriptedExperiment("ptb_softmaxes", "softmax_methods.py"),
+    ScriptedExperiment("imdb_hierarchical", "hierarchical.py"),
 )
 
 EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)

@@ -433,6 +433,13 @@ APPS: dict[str, AppListing] = {
                 metavar="N",
                 requires="pretrain",
             ),
+            Flag(
+                "encoder",
+                "sentiment: flat (default), one recurrence over the text's tokens; hierarchical, "
+                "the tokens split into sentences at '.', '!' and '?', a recurrence over each "
+                "sentence and one over the sentence vectors (Serban et al. 2016)",
+                choices=("flat", "hierarchical"),
+            ),
         ),
     ),
     "seq2seq": AppListing(

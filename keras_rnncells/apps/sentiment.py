@@ -7,7 +7,9 @@ case, accents stripped, punctuation split; ``tokenizer`` picks SentencePiece's
 BPE or unigram subwords, or characters, instead), an embedding, a (bidirectional) recurrent
 encoder over any registered cell and a logistic output, the classifier of the
 MGU (Zhou et al. 2016) and MuFuRU (Weissenborn & Rocktäschel 2016) papers'
-sentiment experiments. ``train_sentiment`` trains it on SST-2 (GLUE train,
+sentiment experiments; ``encoder="hierarchical"`` reads the same tokens as
+sentences, with a hierarchical recurrent encoder (Serban et al. 2016:
+`keras_rnncells.apps.document_encoder`). ``train_sentiment`` trains it on SST-2 (GLUE train,
 tested on the labeled ``stsa.binary.test`` sentences) or IMDB, optionally
 after pre-training its encoder on the training texts without their labels
 (``pretrain``: `keras_rnncells.apps.pretrain`, Dai & Le 2015). IMDB's 50k
@@ -28,9 +30,10 @@ import tensorflow as tf
 from keras import ops
 
 from keras_rnncells.apps.base import TokenizerModel, check_settings
+from keras_rnncells.apps.document_encoder import HierarchicalTextEncoder, sentence_end_ids
 from keras_rnncells.apps.pretrain import OBJECTIVES, pretrain
 from keras_rnncells.apps.registry import register_app
-from keras_rnncells.checks import check_positive_int, check_rate
+from keras_rnncells.checks import check_choice, check_positive_int, check_rate
 from keras_rnncells.data.pipeline import shuffled_slices
 from keras_rnncells.data.sentiment import read_glue_train, read_imdb, read_stsa
 from keras_rnncells.defaults import TOKENIZERS
@@ -57,6 +60,7 @@ from keras_rnncells.training import (
 
 LABELS = ("negative", "positive")
 DATASETS = ("sst2", "imdb")
+ENCODERS = ("flat", "hierarchical")
 # HTML line breaks (IMDB reviews hold "<br />"), made spaces before tokenizing.
 LINE_BREAK = r"<br\s*/?>"
 PRETRAIN_HISTORY = "pretrain_history.csv"  # in the run directory: one row per epoch
@@ -75,6 +79,11 @@ class SentimentClassifier(TokenizerModel):
     ``word_dropout``: in training, each token becomes ``[UNK]`` with this
     probability (`keras_rnncells.WordDropout`, Iyyer et al. 2015); 0 adds no
     layer.
+
+    ``encoder``: ``"flat"``, one recurrence over the tokens (`Encoder`), or
+    ``"hierarchical"``, the tokens split into sentences, a recurrence over
+    each sentence's tokens and one over the sentence vectors
+    (`HierarchicalTextEncoder`; one layer, ``num_layers`` must be 1).
     """
 
     def __init__(
@@ -89,9 +98,11 @@ class SentimentClassifier(TokenizerModel):
         pad_to_multiple: int = 16,
         cell_options: dict | None = None,
         word_dropout: float = 0.0,
+        encoder: str = "flat",
         **kwargs: Any,
     ) -> None:
         super().__init__(tokenizer, **kwargs)
+        self.encoder_kind = check_choice("encoder", encoder, ENCODERS)
         self.word_dropout_rate = check_rate("word_dropout", word_dropout)
         self.word_dropout = None
         if self.word_dropout_rate:
@@ -99,16 +110,35 @@ class SentimentClassifier(TokenizerModel):
                 self.word_dropout_rate, mode="unknown", unknown_id=UNK_ID, name="word_dropout"
             )
         self.pad_to_multiple = check_positive_int("pad_to_multiple", pad_to_multiple)
-        self.encoder = Encoder(
-            tokenizer.vocabulary_size,
-            embedding_dim,
-            cell,
-            units,
-            num_layers,
-            bidirectional,
-            cell_options,
-            name="encoder",
-        )
+        if self.encoder_kind == "hierarchical":
+            if num_layers != 1:
+                raise ValueError(
+                    "Argument `num_layers` must be 1 with encoder='hierarchical', received: "
+                    f"{num_layers!r}"
+                )
+            self.encoder = HierarchicalTextEncoder(
+                tokenizer.vocabulary_size,
+                sentence_end_ids(tokenizer.vocabulary),
+                embedding_dim,
+                cell,
+                units,
+                bidirectional,
+                cell_options,
+                max_words=tokenizer.max_length or 64,
+                pad_to_multiple=self.pad_to_multiple,
+                name="encoder",
+            )
+        else:
+            self.encoder = Encoder(
+                tokenizer.vocabulary_size,
+                embedding_dim,
+                cell,
+                units,
+                num_layers,
+                bidirectional,
+                cell_options,
+                name="encoder",
+            )
         self.dropout_rate = check_rate("dropout", dropout)
         self.dropout = keras.layers.Dropout(dropout)
         self.head = keras.layers.Dense(1, name="logit")
@@ -152,6 +182,7 @@ class SentimentClassifier(TokenizerModel):
             "pad_to_multiple": self.pad_to_multiple,
             "cell_options": encoder.cell_options,
             "word_dropout": self.word_dropout_rate,
+            "encoder": self.encoder_kind,
         }
 
 
@@ -236,10 +267,22 @@ class SentimentSettings:
     cell_options: dict = field(default_factory=dict)
     pretrain: str | None = None
     pretrain_epochs: int = 1
+    encoder: str = "flat"  # one of ENCODERS
 
     def __post_init__(self) -> None:
-        check_settings(self, dataset=DATASETS, pretrain=(None, *OBJECTIVES), tokenizer=TOKENIZERS)
+        check_settings(
+            self,
+            dataset=DATASETS,
+            pretrain=(None, *OBJECTIVES),
+            tokenizer=TOKENIZERS,
+            encoder=ENCODERS,
+        )
         check_positive_int("pretrain_epochs", self.pretrain_epochs)
+        if self.encoder == "hierarchical" and self.pretrain is not None:
+            raise ValueError(
+                "Argument `pretrain` must be None with encoder='hierarchical' (pre-training "
+                f"reads the flat encoder), received: {self.pretrain!r}"
+            )
 
 
 def sentiment_splits(dataset: str, root=None) -> dict[str, tuple[list[str], np.ndarray]]:
@@ -326,6 +369,7 @@ def build_classifier(
         dropout=settings.dropout,
         cell_options=settings.cell_options,
         word_dropout=settings.word_dropout,
+        encoder=settings.encoder,
     )
     model.compile(
         keras.optimizers.Adam(settings.learning_rate, clipnorm=1.0),

@@ -7,6 +7,7 @@ from keras_rnncells.layers.clockwork import ClockworkCell
 from keras_rnncells.layers.depth_gated import DepthGatedLSTMCell
 from keras_rnncells.layers.gated_feedback import GatedFeedbackCell
 from keras_rnncells.layers.grid_lstm import GridLSTMCell
+from keras_rnncells.layers.hierarchical import HierarchicalEncoder
 from keras_rnncells.layers.memory_network import MemoryNetwork
 from keras_rnncells.layers.named import (
     CIFGLSTM,
@@ -63,6 +64,7 @@ __all__ = [
     "DepthGatedLSTMCell",
     "GatedFeedbackCell",
     "GridLSTMCell",
+    "HierarchicalEncoder",
     "JordanRNN",
     "LSTMNoForgetGate",
     "LSTMNoInputGate",
