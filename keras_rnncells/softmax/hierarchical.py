@@ -53,18 +53,56 @@ def every_log_probability(
     hidden: tf.Tensor, tree: HuffmanTree, node_kernel: tf.Tensor, node_bias: tf.Tensor
 ) -> tf.Tensor:
     """``log p(w | h)`` of every word w (N, V) for each row of ``hidden``
-    (N, d): the V − 1 node scores, then the sum over the tree's levels of
-    each word's step at that level (0 past its leaf)."""
+    (N, d), from the root down: the V − 1 node scores, then each level's
+    nodes' log-probabilities from their parents' (`tree_levels`), then each
+    word's from its last node's. Every node and word is gathered once, a
+    row of (node, N) tables, and the result transposed once."""
     internal = tree.nodes.shape[0] - 1
-    scores = tf.matmul(hidden, node_kernel, transpose_b=True) + node_bias  # (N, V − 1)
-    # columns: log σ(−s_n) (bit 0), log σ(s_n) (bit 1), then 0 (past the leaf)
-    steps = tf.concat([log_sigmoid(-scores), log_sigmoid(scores), tf.zeros_like(scores[:, :1])], -1)
-    columns = tree.nodes + internal * tree.bits
-    columns[np.arange(tree.depth)[None, :] >= tree.lengths[:, None]] = 2 * internal
-    log_p = tf.gather(steps, columns[:, 0], axis=-1)
+    scores = tf.matmul(node_kernel, hidden, transpose_b=True) + node_bias[:, None]  # (V − 1, N)
+    # rows: log σ(−s_n) (bit 0 of node n), then log σ(s_n) (bit 1)
+    steps = tf.concat([log_sigmoid(-scores), log_sigmoid(scores)], 0)
+    levels = tree_levels(tree)
+    reached = tf.zeros_like(scores[:1])  # the root's log-probability, 0
+    per_level = [reached]
+    for _, parents, turns in levels:
+        reached = tf.gather(reached, parents) + tf.gather(steps, turns)
+        per_level.append(reached)
+    every_node = tf.concat(per_level, 0)  # in level order
+    order = np.concatenate([[internal - 1], *[nodes for nodes, _, _ in levels]])
+    position = np.empty(internal, dtype="int64")
+    position[order] = np.arange(internal)
+    last = tree.lengths - 1
+    words = np.arange(tree.nodes.shape[0])
+    last_nodes, last_bits = tree.nodes[words, last], tree.bits[words, last]
+    log_p = tf.gather(every_node, position[last_nodes]) + tf.gather(
+        steps, last_nodes + internal * last_bits
+    )
+    return tf.transpose(log_p)
+
+
+def tree_levels(tree: HuffmanTree) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The internal nodes below the root, level by level: per level, the
+    nodes, each one's parent's position in the level above, and the row of
+    ``steps`` (parent + (V − 1) · bit) that leads to it from there."""
+    internal = tree.nodes.shape[0] - 1
+    parent_turn = {}  # node -> (level, parent, bit)
+    for nodes, bits, length in zip(tree.nodes, tree.bits, tree.lengths):
+        for level in range(1, int(length)):
+            parent_turn[int(nodes[level])] = (level, int(nodes[level - 1]), int(bits[level - 1]))
+    levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    above = [internal - 1]  # the root
     for level in range(1, tree.depth):
-        log_p += tf.gather(steps, columns[:, level], axis=-1)
-    return log_p
+        here = sorted(n for n, (at, _, _) in parent_turn.items() if at == level)
+        if not here:
+            break
+        index = {node: position for position, node in enumerate(above)}
+        parents = np.array([index[parent_turn[n][1]] for n in here], dtype="int64")
+        turns = np.array(
+            [parent_turn[n][1] + internal * parent_turn[n][2] for n in here], dtype="int64"
+        )
+        levels.append((np.array(here, dtype="int64"), parents, turns))
+        above = here
+    return levels
 
 
 def unigram_node_biases(tree: HuffmanTree, probabilities: np.ndarray) -> np.ndarray:
