@@ -2,6 +2,10 @@
 (plain, residual, dense; clockwork, gated-feedback, depth-gated and grid cells), the wrappers and
 word dropout."""
 
+from keras_rnncells.layers.character_words import (
+    CharacterWordEmbedding,
+    GatedWordCharacterEmbedding,
+)
 from keras_rnncells.layers.clockwork import ClockworkCell
 from keras_rnncells.layers.depth_gated import DepthGatedLSTMCell
 from keras_rnncells.layers.gated_feedback import GatedFeedbackCell
@@ -56,9 +60,11 @@ __all__ = [
     "SLSTM",
     "CellLayer",
     "CellWrapper",
+    "CharacterWordEmbedding",
     "ClockworkCell",
     "DepthGatedLSTMCell",
     "GatedFeedbackCell",
+    "GatedWordCharacterEmbedding",
     "GridLSTMCell",
     "JordanRNN",
     "LSTMNoForgetGate",
