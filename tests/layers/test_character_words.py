@@ -214,7 +214,7 @@ def test_bad_inputs_and_mix_arguments():
     with pytest.raises(ValueError, match="Argument `total` must be at least 6"):
         proportional_filters(4)
     layer = character_layer("cnn")
-    with pytest.raises(ValueError, match="Input `word_ids` of layer .* must be an integer tensor"):
+    with pytest.raises(ValueError, match=r"Input `word_ids` of layer .* must be an integer tensor"):
         layer(IDS.astype("float32"))
 
 
