@@ -851,7 +851,10 @@ class ScriptedExperiment:
 
 
 # One line per script: each writes its own section (`ScriptedExperiment`).
-SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = ()
+SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = (
+    ScriptedExperiment("ptb_char_words", "char_words.py"),
+    ScriptedExperiment("ptb_chars", "ptb_chars.py"),
+)
 
 EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)
 

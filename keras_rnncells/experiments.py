@@ -41,6 +41,7 @@ from keras_rnncells.defaults import (
     SOFTMAXES,
     TASK_DEFAULTS,
     TREE_MODELS,
+    WORD_INPUTS,
     Settings,
     TaskDefaults,
     task_flags,
@@ -173,6 +174,7 @@ def task_settings(task: str, **overrides: Any) -> Settings:
                     f"Argument `{name}` applies to the language-model tasks {LANGUAGE_MODELS}, "
                     f"not to {task!r}, received: {getattr(settings, name)!r}"
                 )
+    check_choice("word_input", settings.word_input, WORD_INPUTS)
     if settings.word_input != "words" and "word_input" not in task_flag_names(task):
         raise ValueError(
             f"Argument `word_input` applies to ptb, not to {task!r}, "
