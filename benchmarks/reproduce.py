@@ -888,6 +888,8 @@ SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = (
     ScriptedExperiment("multitask", "multitask.py"),
     ScriptedExperiment("ptb_softmaxes", "softmax_methods.py"),
     ScriptedExperiment("imdb_hierarchical", "hierarchical.py"),
+    ScriptedExperiment("ptb_char_words", "char_words.py"),
+    ScriptedExperiment("ptb_chars", "ptb_chars.py"),
 )
 
 EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)

@@ -96,6 +96,8 @@ class Settings:
     # language models: every recurrent layer carries each stream row's state
     # from one window to the next (truncated backpropagation through time)
     stateful: bool = False
+    # ptb: what a word's input vector is read from (one of WORD_INPUTS)
+    word_input: str = "words"
 
 
 # The optimizers a task run may name (Keras' names).
@@ -195,6 +197,27 @@ LANGUAGE_MODEL_FLAGS = (
         switch=True,
     ),
 )
+# What ``rnncells train ptb --word-input`` reads a word's vector from
+# (keras_rnncells.layers.character_words.word_input_layer).
+WORD_INPUTS = ("words", "chars", "words+chars")
+WORD_INPUT = Flag(
+    "word_input",
+    "ptb: each word's input vector: words, an embedding (default); chars, built from its "
+    "characters by a char-CNN with a highway layer (Kim et al. 2016); words+chars, the "
+    "embedding and that vector mixed by a gate (Miyamoto & Cho 2016); --embedding-dim "
+    "sizes each; the test perplexity on rare words (training frequency below 10) is reported",
+    choices=WORD_INPUTS,
+)
+WORD_INPUT_FLAGS = (
+    WORD_INPUT,
+    Flag(
+        "embedding_dim",
+        "ptb: the size of each word's input vector (default 200): the embedding's, and the "
+        "char-CNN's filters in all (--word-input chars, words+chars)",
+        positive_int,
+        metavar="N",
+    ),
+)
 OURS = "our choice (no paper setting known to us)"
 TASK_DEFAULTS: dict[str, TaskDefaults] = {
     "adding": TaskDefaults(
@@ -259,6 +282,12 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
         "steps, 13 epochs, clipnorm 5; Adam at 1e-3 in place of their SGD schedule, and "
         "stateless windows (no state carried across batches) unless --stateful",
         "Penn Treebank word-level language model (test perplexity)",
+        flags=(*LANGUAGE_MODEL_FLAGS, *WORD_INPUT_FLAGS),
+    ),
+    "ptb_chars": TaskDefaults(
+        Settings(units=256, embedding_dim=32, epochs=10, batch_size=32, clipnorm=5.0),
+        f"one layer of 256, characters embedded in 32, windows of 100, clipnorm 5: {OURS}",
+        "Penn Treebank character-level language model (test bits per character)",
         flags=LANGUAGE_MODEL_FLAGS,
     ),
     "imdb_lm": TaskDefaults(
@@ -269,7 +298,9 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
     ),
 }
 # The language-model tasks: the ones whose output layer --softmax chooses.
-LANGUAGE_MODELS = ("ptb", "imdb_lm")
+LANGUAGE_MODELS = ("ptb", "imdb_lm", "ptb_chars")
+# The language models of characters: their test metric is bits per character.
+CHARACTER_LANGUAGE_MODELS = ("ptb_chars",)
 
 # Read by every task and by the sentiment application.
 WORD_DROPOUT = Flag(

@@ -32,6 +32,7 @@ from keras_rnncells.cells.registry import get_cell
 from keras_rnncells.checks import check_choice, check_float, check_positive_int, check_rate
 from keras_rnncells.data import Task, load_task, size_options, task_options
 from keras_rnncells.defaults import (
+    CHARACTER_LANGUAGE_MODELS,
     COUNTED_SOFTMAXES,
     GRID_MODELS,
     LANGUAGE_MODELS,
@@ -43,16 +44,19 @@ from keras_rnncells.defaults import (
     SOFTMAXES,
     TASK_DEFAULTS,
     TREE_MODELS,
+    WORD_INPUTS,
     Settings,
     TaskDefaults,
     task_flags,
 )
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
 from keras_rnncells.layers import RNN, StackedRNN, WordDropout
+from keras_rnncells.layers.character_words import word_input_layer
 from keras_rnncells.layers.grid_encoders import grid_encoding
 from keras_rnncells.layers.stacks import connected_stack
 from keras_rnncells.locks import run_lock
 from keras_rnncells.metrics import TokenCrossEntropy, TokenLossMean
+from keras_rnncells.rare_words import rare_word_scores
 from keras_rnncells.reestimation import reestimate_batch_norm
 from keras_rnncells.regularizers import NormStabilizer, TemporalCoherence, check_beta
 from keras_rnncells.softmax import VocabularySoftmax, start_at_unigram, token_mean
@@ -104,6 +108,11 @@ def task_defaults(task: str) -> TaskDefaults:
             f"Argument `task` must be one of {sorted(TASK_DEFAULTS)}, received: {task!r}"
         )
     return TASK_DEFAULTS[task]
+
+
+def task_flag_names(task: str) -> set[str]:
+    """The names of the flags ``rnncells train TASK`` reads."""
+    return {flag.name for flag in task_flags(task)}
 
 
 def layer_cells(cell: str, layers: int, model: str) -> list[str]:
@@ -172,6 +181,12 @@ def task_settings(task: str, **overrides: Any) -> Settings:
                     f"Argument `{name}` applies to the language-model tasks {LANGUAGE_MODELS}, "
                     f"not to {task!r}, received: {getattr(settings, name)!r}"
                 )
+    check_choice("word_input", settings.word_input, WORD_INPUTS)
+    if settings.word_input != "words" and "word_input" not in task_flag_names(task):
+        raise ValueError(
+            f"Argument `word_input` applies to ptb, not to {task!r}, "
+            f"received: {settings.word_input!r}"
+        )
     check_float("learning_rate", settings.learning_rate, "(0, inf)")
     if settings.ema_momentum is not None:
         check_rate("ema_momentum", settings.ema_momentum)
@@ -215,12 +230,16 @@ def build_model(
     unigram_counts: Any = None,
     stateful: bool = False,
     batch_size: int | None = None,
+    word_input: str = "words",
 ) -> keras.Model:
     """A compiled model for ``task``: ``layers`` recurrent layers of ``cell``
     (``bidirectional``: each one `keras.layers.Bidirectional`, outputs
     concatenated) on an ``Embedding(mask_zero=True)`` of the tokens, or on
     the features themselves (not masked: zero vectors are data there), then
-    the head of ``task.kind``; ``dropout`` (a `keras.layers.Dropout` rate) on
+    the head of ``task.kind``; ``word_input`` (token tasks): "chars" or
+    "words+chars" read each word's vector from its characters in place of
+    the embedding (`keras_rnncells.layers.character_words.word_input_layer`);
+    ``dropout`` (a `keras.layers.Dropout` rate) on
     the input of every recurrent layer and of the head; ``word_dropout``
     (token tasks): in training, a token's embedding becomes zero with this
     probability (`keras_rnncells.WordDropout`, mode "zero"); ``norm_stabilizer``
@@ -300,9 +319,7 @@ def build_model(
     fixed_batch = check_positive_int("batch_size", batch_size) if stateful else None
     if task.vocabulary_size is not None:
         inputs = keras.Input((None,), fixed_batch, dtype="int32", name="tokens")
-        x = keras.layers.Embedding(
-            task.vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
-        )(inputs)
+        x = word_input_layer(word_input, task.vocabulary, embedding_dim)(inputs)
         if word_dropout:
             x = WordDropout(word_dropout, mode="zero", name="word_dropout")(x)
     elif word_dropout:
@@ -498,6 +515,8 @@ def evaluate(model: keras.Model, task: Task) -> dict[str, float]:
     }
     if task.kind == "language_model":
         scores["perplexity"] = float(np.exp(scores["cross_entropy"]))
+    if task.name in CHARACTER_LANGUAGE_MODELS:
+        scores["bits_per_character"] = scores["cross_entropy"] / float(np.log(2))
     return scores
 
 
@@ -550,6 +569,8 @@ def train_task(
     unigram_bias: bool | None = None,
     stateful: bool | None = None,
     train_size: int | None = None,
+    word_input: str | None = None,
+    embedding_dim: int | None = None,
 ) -> dict[str, Any]:
     """Train ``task_name`` with its defaults (None keeps a default), evaluate on
     the test split, write the run directory (see the module); returns the
@@ -586,6 +607,8 @@ def train_task(
         self_normalization=self_normalization,
         unigram_bias=unigram_bias,
         stateful=stateful,
+        word_input=word_input,
+        embedding_dim=embedding_dim,
     )
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
@@ -644,6 +667,7 @@ def task_data(task_name: str, settings: Settings, strategy: tf.distribute.Strate
         "ema_momentum",
         "model",
         *SOFTMAX_ONLY,
+        "word_input",
     )
     counts = None
     if (
@@ -719,7 +743,9 @@ def task_evaluation(
     served = language_model_for_serving(model)
     if served is not model and settings.softmax not in NORMALIZED_SOFTMAXES:
         scores["mean_abs_log_z"] = mean_abs_log_partition(served, task)
-    metric = test_metric(task.kind)
+    if "word_input" in task_flag_names(task_name):
+        scores.update(rare_word_scores(served, task, token_counts(task)))
+    metric = "bits_per_character" if "bits_per_character" in scores else test_metric(task.kind)
     results = {
         "task": task_name,
         "kind": task.kind,

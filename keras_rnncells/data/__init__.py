@@ -3,10 +3,19 @@
 Generated: ``adding``, ``logic``, ``anbn``, ``anbncn``; bAbI-like stories
 (`babi`, arrays for a memory network, not a registered task). Read from the offline
 data folder (`data_root`, never downloaded): ``mnist_rows``, ``mnist_pixels``,
-``imdb``, ``sst2``, ``sst1``, ``ptb``, ``imdb_lm``. Each module documents its task.
+``imdb``, ``sst2``, ``sst1``, ``ptb``, ``ptb_chars``, ``imdb_lm``. Each module documents its task.
 """
 
-from keras_rnncells.data import babi, imdb_lm, logic, mnist, ptb, sentiment, synthetic
+from keras_rnncells.data import (
+    babi,
+    imdb_lm,
+    logic,
+    mnist,
+    ptb,
+    ptb_chars,
+    sentiment,
+    synthetic,
+)
 from keras_rnncells.data.paths import data_file, data_root
 from keras_rnncells.data.synthetic import adding_problem
 from keras_rnncells.data.tasks import (
@@ -36,6 +45,7 @@ __all__ = [
     "logic",
     "mnist",
     "ptb",
+    "ptb_chars",
     "register_task",
     "sentiment",
     "size_options",

@@ -3,6 +3,10 @@
 word dropout, the recurrences over 2-D grids (multi-dimensional RNN, row LSTM) and the
 end-to-end memory network."""
 
+from keras_rnncells.layers.character_words import (
+    CharacterWordEmbedding,
+    GatedWordCharacterEmbedding,
+)
 from keras_rnncells.layers.clockwork import ClockworkCell
 from keras_rnncells.layers.depth_gated import DepthGatedLSTMCell
 from keras_rnncells.layers.gated_feedback import GatedFeedbackCell
@@ -60,9 +64,11 @@ __all__ = [
     "SLSTM",
     "CellLayer",
     "CellWrapper",
+    "CharacterWordEmbedding",
     "ClockworkCell",
     "DepthGatedLSTMCell",
     "GatedFeedbackCell",
+    "GatedWordCharacterEmbedding",
     "GridLSTMCell",
     "HierarchicalEncoder",
     "JordanRNN",

@@ -35,6 +35,7 @@ SMOKE = {
     "sst2": ("sst2", {"limit": 8}),
     "sst1": ("sst2", {"limit": 8}),
     "ptb": ("ptb", {"limit": 200, "sequence_length": 6}),
+    "ptb_chars": ("ptb", {"limit": 400, "sequence_length": 6}),
     "imdb_lm": ("imdb", {"limit": 200, "sequence_length": 6, "max_vocabulary": 100}),
 }
 LOSSES = {
