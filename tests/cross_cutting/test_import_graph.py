@@ -53,6 +53,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "softmax": {"checks", "defaults"},
     "cells": {"checks"},
     "reestimation": {"cells", "checks"},
+    "rare_words": {"checks", "data"},
     "layers": {"cells", "checks"},
     "tree": {"cells", "checks", "layers"},
     "sets": {"cells", "checks", "layers", "seq2seq"},
@@ -64,7 +65,8 @@ ALLOWED: dict[str, set[str] | str] = {
     "distribute": {"checks", "defaults"},
     "experiments": {
         *("cells", "checks", "data", "defaults", "distribute", "layers"),
-        *("locks", "metrics", "reestimation", "regularizers", "softmax", "training", "tree"),
+        *("locks", "metrics", "rare_words", "reestimation", "regularizers", "softmax"),
+        *("training", "tree"),
     },
     "export": {"cells", "checks", "files", "layers", "locks", "seq2seq", "text", "training"},
     "apps": {
