@@ -198,7 +198,7 @@ LANGUAGE_MODEL_FLAGS = (
     ),
 )
 # What ``rnncells train ptb --word-input`` reads a word's vector from
-# (keras_rnncells.layers.character_words.word_input_layer).
+# (keras_rnncells.experiments.word_input_layer).
 WORD_INPUTS = ("words", "chars", "words+chars")
 WORD_INPUT = Flag(
     "word_input",

@@ -51,7 +51,12 @@ from keras_rnncells.defaults import (
 )
 from keras_rnncells.distribute import describe, make_strategy, prepare_model, writable_run_dir
 from keras_rnncells.layers import RNN, StackedRNN, WordDropout
-from keras_rnncells.layers.character_words import word_input_layer
+from keras_rnncells.layers.character_words import (
+    CharacterWordEmbedding,
+    GatedWordCharacterEmbedding,
+    proportional_filters,
+    spell_words,
+)
 from keras_rnncells.layers.grid_encoders import grid_encoding
 from keras_rnncells.layers.stacks import connected_stack
 from keras_rnncells.locks import run_lock
@@ -238,7 +243,7 @@ def build_model(
     the features themselves (not masked: zero vectors are data there), then
     the head of ``task.kind``; ``word_input`` (token tasks): "chars" or
     "words+chars" read each word's vector from its characters in place of
-    the embedding (`keras_rnncells.layers.character_words.word_input_layer`);
+    the embedding (`word_input_layer`);
     ``dropout`` (a `keras.layers.Dropout` rate) on
     the input of every recurrent layer and of the head; ``word_dropout``
     (token tasks): in training, a token's embedding becomes zero with this
@@ -319,7 +324,7 @@ def build_model(
     fixed_batch = check_positive_int("batch_size", batch_size) if stateful else None
     if task.vocabulary_size is not None:
         inputs = keras.Input((None,), fixed_batch, dtype="int32", name="tokens")
-        x = word_input_layer(word_input, task.vocabulary, embedding_dim)(inputs)
+        x = word_input_layer(word_input, task, embedding_dim)(inputs)
         if word_dropout:
             x = WordDropout(word_dropout, mode="zero", name="word_dropout")(x)
     elif word_dropout:
@@ -396,6 +401,32 @@ def build_model(
     # variable-length batches would each compile the step again.
     model.compile(optimizer=optimizer_object, loss=loss, metrics=metrics, jit_compile=False)
     return model
+
+
+def word_input_layer(
+    word_input: str, task: Task, dim: int, name: str = "embedding"
+) -> keras.layers.Layer:
+    """The layer turning word ids into ``dim``-vectors for ``word_input``
+    (``rnncells train ptb --word-input``): "words", ``Embedding(mask_zero=True)``;
+    "chars", a `CharacterWordEmbedding` of kind "cnn" spelling the task's vocabulary
+    (Kim et al.'s small model: widths 1-6, filters in proportion to the width
+    summing to ``dim`` (`proportional_filters`), characters embedded in 15,
+    one highway layer); "words+chars", a `GatedWordCharacterEmbedding` of an
+    embedding and that char-CNN."""
+    check_choice("word_input", word_input, WORD_INPUTS)
+    if word_input == "words":
+        return keras.layers.Embedding(task.vocabulary_size, dim, mask_zero=True, name=name)
+    if len(task.vocabulary) < 2:
+        raise ValueError(
+            f"Argument `word_input` {word_input!r} spells the words of a task's vocabulary; "
+            f"task {task.name!r} lists none"
+        )
+    table = spell_words(task.vocabulary).table
+    filters = proportional_filters(dim)
+    if word_input == "chars":
+        return CharacterWordEmbedding(table, "cnn", filters=filters, name=name)
+    characters = CharacterWordEmbedding(table, "cnn", filters=filters, name="characters")
+    return GatedWordCharacterEmbedding(characters, name=name)
 
 
 def run_label(results: dict[str, Any]) -> str:

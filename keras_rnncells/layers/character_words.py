@@ -25,7 +25,6 @@ from keras import ops
 
 from keras_rnncells.cells.registry import make_cell
 from keras_rnncells.checks import check_choice, check_input, check_integer, check_positive_int
-from keras_rnncells.defaults import WORD_INPUTS
 from keras_rnncells.layers.rnn import RNN
 
 __all__ = [
@@ -34,7 +33,6 @@ __all__ = [
     "SpelledWords",
     "proportional_filters",
     "spell_words",
-    "word_input_layer",
 ]
 
 Tensor = Any
@@ -431,29 +429,3 @@ class GatedWordCharacterEmbedding(keras.layers.Layer):
             "characters": keras.saving.serialize_keras_object(self.characters),
             "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
         }
-
-
-def word_input_layer(
-    word_input: str, vocabulary: Sequence[str], dim: int, name: str = "embedding"
-) -> keras.layers.Layer:
-    """The layer turning word ids into ``dim``-vectors for ``word_input``
-    (``rnncells train ptb --word-input``): "words", ``Embedding(mask_zero=True)``;
-    "chars", a `CharacterWordEmbedding` of kind "cnn" spelling ``vocabulary``
-    (Kim et al.'s small model: widths 1-6, filters in proportion to the width
-    summing to ``dim`` (`proportional_filters`), characters embedded in 15,
-    one highway layer); "words+chars", a `GatedWordCharacterEmbedding` of an
-    embedding and that char-CNN."""
-    check_choice("word_input", word_input, WORD_INPUTS)
-    if word_input == "words":
-        return keras.layers.Embedding(len(vocabulary), dim, mask_zero=True, name=name)
-    if len(vocabulary) < 2:
-        raise ValueError(
-            f"Argument `word_input` {word_input!r} spells the words of a task's vocabulary; "
-            "this task has none (it reads features)"
-        )
-    table = spell_words(vocabulary).table
-    filters = proportional_filters(dim)
-    if word_input == "chars":
-        return CharacterWordEmbedding(table, "cnn", filters=filters, name=name)
-    characters = CharacterWordEmbedding(table, "cnn", filters=filters, name="characters")
-    return GatedWordCharacterEmbedding(characters, name=name)

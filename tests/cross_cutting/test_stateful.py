@@ -81,7 +81,10 @@ def test_train_ptb_stateful_keeps_a_model_for_any_batch(tmp_path, capsys, requir
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["train", "adding", "--stateful"], "--stateful applies to the ptb task and the imdb_lm"),
+        (
+            ["train", "adding", "--stateful"],
+            "--stateful applies to the ptb task and the ptb_chars task and the imdb_lm",
+        ),
         (
             ["train", "ptb", "--stateful", "--model", "residual"],
             "Argument `stateful` applies to model 'rnn'",
