@@ -62,10 +62,18 @@ TRICKS = {
     "softmax": "",  # the output layer's training loss (its name is the mark)
     "sampler": "",
     "self_normalization": "sn",
+    "optimizer": "",  # a run's own optimizer, in place of the experiment's
     "learning_rate": "lr",  # a run's own rate, in place of the experiment's
+    "learning_rate_decay": "decay",
+    "decay_after": "after",
     "unigram_bias": "ub",
     "stateful": "st",
 }
+
+
+# The optimizer of Zaremba et al. (2014) on PTB: SGD at 1, the rate divided by 1.2
+# every epoch after the sixth.
+ZAREMBA = {"optimizer": "sgd", "learning_rate": 1.0, "learning_rate_decay": 1.2, "decay_after": 6}
 
 
 # The note of the long runs trained beside others (pixel MNIST, PTB to convergence).
@@ -95,7 +103,10 @@ class Run:
     softmax: str | None = None
     sampler: str | None = None
     self_normalization: float | None = None
+    optimizer: str | None = None
     learning_rate: float | None = None
+    learning_rate_decay: float | None = None
+    decay_after: int | None = None
     unigram_bias: bool | None = None
     stateful: bool | None = None
     model: str | None = None  # a stack of other connections (keras_rnncells.defaults.STACKS)
@@ -592,6 +603,10 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             Run("gru", 500, 2, dropout=0.5, unigram_bias=True, stateful=True),
             Run("mgu", 500, 2, dropout=0.5, unigram_bias=True, stateful=True),
             Run("gru,mgu", 600, 2, unigram_bias=True, stateful=True),
+            *(
+                Run(cell, units, 2, dropout=0.5, unigram_bias=True, stateful=True, **ZAREMBA)
+                for cell, units in (("gru", 500), ("mgu", 500), ("gru,mgu", 600))
+            ),
         ),
         "test perplexity with two layers of 500: GRU 101.64, MGU 105.59 (and 98.41 for a GRU "
         "layer under an MGU layer of 600)",

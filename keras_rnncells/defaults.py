@@ -26,6 +26,8 @@ from keras_rnncells.flags import (
     SEED,
     UNITS,
     Flag,
+    decay_factor,
+    non_negative_int,
     penalty_weight,
     positive_float,
     positive_int,
@@ -60,6 +62,10 @@ class Settings:
     epochs: int = 10
     batch_size: int = 32
     learning_rate: float = 1e-3
+    # the learning rate is divided by this factor every epoch after the first
+    # `decay_after` epochs (1: constant; Zaremba et al. 2014 took 1.2 after 6)
+    learning_rate_decay: float = 1.0
+    decay_after: int = 0
     optimizer: str = "adam"  # one of OPTIMIZERS
     clipnorm: float = 1.0
     bidirectional: bool = False
@@ -378,6 +384,22 @@ TASK_FLAGS = (
         "data tasks: the optimizer's learning rate (default 0.001)",
         positive_float,
         metavar="RATE",
+    ),
+    Flag(
+        "learning_rate_decay",
+        "data tasks: divide the learning rate by FACTOR every epoch after the first "
+        "--decay-after epochs (Zaremba et al. 2014: 1.2 after 6, with --optimizer sgd; "
+        "default 1: constant)",
+        decay_factor,
+        metavar="FACTOR",
+    ),
+    Flag(
+        "decay_after",
+        "data tasks: the epochs at the initial learning rate before --learning-rate-decay "
+        "divides it (default 0)",
+        non_negative_int,
+        metavar="N",
+        requires="learning_rate_decay",
     ),
     Flag(
         "patience",

@@ -29,7 +29,13 @@ import numpy as np
 import tensorflow as tf
 
 from keras_rnncells.cells.registry import get_cell
-from keras_rnncells.checks import check_choice, check_float, check_positive_int, check_rate
+from keras_rnncells.checks import (
+    check_choice,
+    check_float,
+    check_integer,
+    check_positive_int,
+    check_rate,
+)
 from keras_rnncells.data import Task, load_task, size_options, task_options
 from keras_rnncells.defaults import (
     CHARACTER_LANGUAGE_MODELS,
@@ -193,6 +199,8 @@ def task_settings(task: str, **overrides: Any) -> Settings:
             f"received: {settings.word_input!r}"
         )
     check_float("learning_rate", settings.learning_rate, "(0, inf)")
+    check_float("learning_rate_decay", settings.learning_rate_decay, "[1, inf)")
+    check_integer("decay_after", settings.decay_after, 0)
     if settings.ema_momentum is not None:
         check_rate("ema_momentum", settings.ema_momentum)
         if settings.patience is not None:  # the best epoch's weights are not the average's
@@ -591,6 +599,8 @@ def train_task(
     shape: str | None = None,
     optimizer: str | None = None,
     learning_rate: float | None = None,
+    learning_rate_decay: float | None = None,
+    decay_after: int | None = None,
     patience: int | None = None,
     max_length: int | None = None,
     softmax: str | None = None,
@@ -630,6 +640,8 @@ def train_task(
         shape=shape,
         optimizer=optimizer,
         learning_rate=learning_rate,
+        learning_rate_decay=learning_rate_decay,
+        decay_after=decay_after,
         patience=patience,
         max_length=max_length,
         softmax=softmax,
@@ -743,9 +755,33 @@ def task_fit(settings: Settings, strategy: tf.distribute.Strategy, data: TaskDat
         fed.validation,
         ema=settings.ema_momentum is not None,
         patience=settings.patience,
-        callbacks=(StreamStates(),) if settings.stateful else (),
+        callbacks=(
+            *((StreamStates(),) if settings.stateful else ()),
+            *learning_rate_decay(settings),
+        ),
         record={"recurrent_parameters": recurrent_parameter_count(model)},
     )
+
+
+def decayed_learning_rate(base: float, factor: float, after: int, epoch: int) -> float:
+    """The learning rate of epoch ``epoch`` (from 0): ``base`` for the first
+    ``after`` epochs, then divided by ``factor`` once more every epoch."""
+    return base / factor ** max(0, epoch + 1 - after)
+
+
+def learning_rate_decay(settings: Settings) -> tuple[keras.callbacks.Callback, ...]:
+    """The callback setting each epoch's learning rate (`decayed_learning_rate`)
+    where ``settings`` decay it; from the epoch's number, so a resumed run
+    goes on at the rate it had."""
+    if settings.learning_rate_decay == 1.0:
+        return ()
+    schedule = functools.partial(
+        decayed_learning_rate,
+        settings.learning_rate,
+        settings.learning_rate_decay,
+        settings.decay_after,
+    )
+    return (keras.callbacks.LearningRateScheduler(lambda epoch, rate: schedule(epoch)),)
 
 
 def task_evaluation(

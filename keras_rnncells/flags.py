@@ -9,9 +9,9 @@ names the flags of the settings a resumed run changed, and hands each trainer
 the settings its flags gave (`given_settings`).
 
 The value types of the flags (argparse ``type`` functions: `integer`,
-`rate`, `penalty_weight`, `positive_float` and `positive_int`, made by
-`value_type`, and `cell_names`) and the flags every trainer reads
-(`RUN_FLAGS`) are here too.
+`rate`, `penalty_weight`, `positive_float`, `positive_int`,
+`non_negative_int` and `decay_factor`, made by `value_type`, and
+`cell_names`) and the flags every trainer reads (`RUN_FLAGS`) are here too.
 """
 
 from __future__ import annotations
@@ -115,6 +115,9 @@ rate = value_type(float, lambda value: 0.0 <= value < 1.0, "a rate in [0, 1)")
 penalty_weight = value_type(float, lambda value: 0.0 <= value < math.inf, "a float >= 0")
 positive_float = value_type(float, lambda value: 0.0 < value < math.inf, "a positive number")
 positive_int = value_type(int, lambda value: value > 0, "a positive integer")
+non_negative_int = value_type(int, lambda value: value >= 0, "an integer >= 0")
+# a factor that divides a learning rate
+decay_factor = value_type(float, lambda value: 1.0 <= value < math.inf, "a number >= 1")
 
 
 def cell_name(text: str) -> str:
