@@ -4,7 +4,7 @@
   the help of ``rnncells`` and of each subcommand, rendered from the argparse
   parsers of `keras_rnncells.cli.build_parser` at build time, so it cannot
   drift from the command.
-- The plots: every PNG under ``results/`` that git tracks is added to the site
+- The plots: every PNG (and HTML view) under ``results/`` that git tracks is added to the site
   at the same path (``results/...png``), so the pages link the committed plots
   without copies in ``docs/``.
 - Docstrings are reStructuredText-flavoured: the ``.. math::`` line that
@@ -62,7 +62,7 @@ def tracked_plots() -> list[str]:
     names = listed.stdout.splitlines() if listed.returncode == 0 else []
     if not names:  # not a git checkout (a source archive): what the folder holds
         names = [str(p.relative_to(ROOT)) for p in (ROOT / "results").rglob("*.png")]
-    return sorted(n for n in names if n.endswith(".png") and "/runs/" not in n)
+    return sorted(n for n in names if n.endswith((".png", ".html")) and "/runs/" not in n)
 
 
 def on_files(files, config):
