@@ -61,7 +61,7 @@ def tracked_plots() -> list[str]:
     )
     names = listed.stdout.splitlines() if listed.returncode == 0 else []
     if not names:  # not a git checkout (a source archive): what the folder holds
-        names = [str(p.relative_to(ROOT)) for p in (ROOT / "results").rglob("*.png")]
+        names = [str(p.relative_to(ROOT)) for p in (ROOT / "results").rglob("*") if p.is_file()]
     return sorted(n for n in names if n.endswith((".png", ".html")) and "/runs/" not in n)
 
 
