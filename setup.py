@@ -1,6 +1,6 @@
 """Packaging of keras_rnncells: ``pip install -e .`` gives the cells and layers; the
-extras (``".[apps]"`` for the ``rnncells`` applications, ``".[test]"`` for the tests)
-add the rest."""
+extras (``".[apps]"`` for the ``rnncells`` applications, ``".[docs]"`` for the
+documentation site, ``".[test]"`` for the tests, the docs build included) add the rest."""
 
 import re
 from pathlib import Path
@@ -45,6 +45,14 @@ EXPORT = [*ONNX, *LITERT, *TEXT]
 APPS = [*EXPORT, "tensorboard==2.21.*"]
 PLOT = ["matplotlib>=3.8"]  # the plots of `rnncells train`
 ALL = [*APPS, *PLOT]
+# The documentation site (mkdocs.yml, docs/): `mkdocs build --strict`, or `mkdocs serve`.
+# mkdocstrings-python >= 1.16 has the options mkdocs.yml sets (force_inspection, filters).
+DOCS = [
+    "mkdocs>=1.6,<2",
+    "mkdocs-material>=9.5,<10",
+    "mkdocstrings[python]>=0.28,<2",
+    "mkdocstrings-python>=1.16,<3",
+]
 
 setup(
     name="keras-rnncells",
@@ -67,11 +75,14 @@ setup(
         "apps": APPS,
         "plot": PLOT,
         "all": ALL,
+        "docs": DOCS,
         # ruff's formatting changes between minor versions: `ruff format --check` needs one.
         # The tests build TF Serving's gRPC requests for every application, and run
-        # in one process per core (pytest-xdist; see pytest.ini).
+        # in one process per core (pytest-xdist; see pytest.ini). CI builds the
+        # documentation site too (.ci/run), and tests/docs renders its CLI reference.
         "test": [
             *ALL,
+            *DOCS,
             "pytest>=8",
             "pytest-xdist>=3.5",
             "hypothesis>=6",

@@ -62,7 +62,7 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
     them from its `StepContext` only.
 
     ``citation`` is a short reference (authors, year, title) shown by
-    ``rnncells cells`` and README's table.
+    ``rnncells cells`` and the table of docs/cells.md.
 
     Library kernels of a cell's equations: ``cudnn_kernel`` (Keras' cuDNN
     kernel computes this class; inherited, so a subclass that changes the

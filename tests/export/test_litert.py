@@ -231,10 +231,11 @@ def test_the_cli_exports_litert_beside_the_other_formats(tmp_path):
     np.testing.assert_allclose(found["output_0"], model.predict(x, verbose=0), atol=1e-5)
 
 
-@pytest.mark.parametrize("section", ["### On phones: LiteRT", "### Streaming: one frame"])
-def test_the_readme_litert_blocks_run_as_written(section, tmp_path):
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    block = readme.split(section, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+@pytest.mark.parametrize("section", ["## On phones: LiteRT", "## Streaming: one frame"])
+def test_the_docs_litert_blocks_run_as_written(section, tmp_path):
+    page = Path(__file__).parents[2] / "docs" / "litert-and-streaming.md"
+    text = page.read_text(encoding="utf-8")
+    block = text.split(section, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     done = subprocess.run(
         [sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True
     )
