@@ -560,7 +560,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             "The seconds per epoch were taken while other training runs and test suites shared "
             "the two cores (the NCE run, rerun after its bias fix, shared them with one other "
             "run): they are not the "
-            "methods' costs, which `benchmarks/softmax.py` measures in one process (README, "
+            "methods' costs, which `benchmarks/softmax.py` measures in one process (docs/softmax.md, "
             '"Large vocabularies").',
         ),
     ),
@@ -589,7 +589,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             "Measured |log Z| on the test set: NCE 0.92, sampled softmax 15.1. The seconds per "
             "epoch were taken on shared cores: the full softmax's run shared them with a test "
             "suite and another training run, the others with one other run. "
-            "`benchmarks/softmax.py` measures the methods' costs in one process (README, "
+            "`benchmarks/softmax.py` measures the methods' costs in one process (docs/softmax.md, "
             '"Large vocabularies").',
         ),
     ),
