@@ -559,9 +559,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             "losses lead it here; this says nothing of them at convergence.",
             "The seconds per epoch were taken while other training runs and test suites shared "
             "the two cores (the NCE run, rerun after its bias fix, shared them with one other "
-            "run): they are not the "
-            "methods' costs, which `benchmarks/softmax.py` measures in one process (docs/softmax.md, "
-            '"Large vocabularies").',
+            "run): they are not the methods' costs, which `benchmarks/softmax.py` measures in "
+            'one process (docs/softmax.md, "Large vocabularies").',
         ),
     ),
     Experiment(
