@@ -156,7 +156,8 @@ class TextMultiTask(keras.Model):
         outputs = {}
         for task, prediction in self.multitask.predict_tasks(token_ids).items():
             if task in self.multitask.class_tasks:
-                outputs[task] = ops.cast(ops.argmax(prediction, axis=-1), "int32") + 1
+                # tf.argmax: Keras' argmax bitcasts floats, which ONNX lacks
+                outputs[task] = tf.argmax(prediction, axis=-1, output_type=tf.int32) + 1
                 outputs[f"{task}_probabilities"] = ops.softmax(prediction, axis=-1)
             else:
                 outputs[f"{task}_tokens"], outputs[f"{task}_score"] = prediction
@@ -210,7 +211,9 @@ def multitask_servable(
         name=name,
         cell=model.multitask.encoder.cell_name,
         module=module,
-        serve=traced(model.predict_texts, {"text": tf.TensorSpec((None,), tf.string)}),
+        serve=traced(
+            lambda text: model.predict_texts(text), {"text": tf.TensorSpec((None,), tf.string)}
+        ),
         examples=examples,
         onnx_function=traced(
             lambda token_ids: model.predict_ids(
