@@ -75,7 +75,7 @@ def test_a_flag_declared_twice_must_be_declared_alike():
         ("max_length", "the imdb task and the sst2 task and the sst1 task"),
         ("stateful", "the ptb task and the ptb_chars task and the imdb_lm task"),
         ("word_input", "the ptb task"),
-        ("tokenizer", "the sentiment app and the seq2seq app"),
+        ("tokenizer", "the sentiment app and the seq2seq app and the multitask app"),
         ("copy", "the seq2seq app"),
         ("train_size", "the adding task and the logic task and the anbn task and the anbncn task"),
     ],

@@ -86,8 +86,7 @@ def readers(flag: Flag) -> str:
     tasks = [name for name in TASK_DEFAULTS if flag in train_flags(name)]
     apps = [name for name in APPS if flag in train_flags(name)]
     words = ["the data tasks"] if tasks == list(TASK_DEFAULTS) else [f"the {t} task" for t in tasks]
-    named = [*words, *(f"the {app} app" for app in apps)]
-    return " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 2 else named)
+    return " and ".join([*words, *(f"the {app} app" for app in apps)])
 
 
 def refuse_unread_flags(args: argparse.Namespace) -> None:
