@@ -19,6 +19,7 @@ def app_settings() -> dict[str, type]:
     """Each application's settings class (importing the applications)."""
     from keras_rnncells.apps.color_namer import NamerSettings
     from keras_rnncells.apps.grammar import GrammarSettings
+    from keras_rnncells.apps.multitask import MultiTaskSettings
     from keras_rnncells.apps.name_to_color import NameToColorSettings
     from keras_rnncells.apps.sentiment import SentimentSettings
     from keras_rnncells.apps.seq2seq import DateSettings
@@ -29,6 +30,7 @@ def app_settings() -> dict[str, type]:
         "rnng": GrammarSettings,
         "sentiment": SentimentSettings,
         "seq2seq": DateSettings,
+        "multitask": MultiTaskSettings,
     }
 
 
