@@ -113,16 +113,10 @@ class MultiTaskSeq2Seq(keras.Model):
             )
         self.max_output_length = check_positive_int("max_output_length", max_output_length)
         self.attention_score = attention
-        self.encoder = Encoder(
-            source_vocabulary_size,
-            embedding_dim,
-            cell,
-            units,
-            encoder_layers,
-            bidirectional,
+        self.encoder = Encoder.of_model(
+            source_vocabulary_size, cell, units, embedding_dim, encoder_layers, bidirectional,
             cell_options,
-            name="encoder",
-        )
+        )  # fmt: skip
         self.decoders = {
             task: Decoder(
                 size,
@@ -224,13 +218,8 @@ class MultiTaskSeq2Seq(keras.Model):
             "source_vocabulary_size": encoder.vocabulary_size,
             "sequence_tasks": dict(self.sequence_tasks),
             "class_tasks": dict(self.class_tasks),
-            "cell": encoder.cell_name,
-            "units": encoder.units,
-            "embedding_dim": encoder.embedding_dim,
-            "encoder_layers": encoder.num_layers,
-            "bidirectional": encoder.bidirectional,
+            **encoder.model_config(),
             "attention": self.attention_score,
-            "cell_options": encoder.cell_options,
             "max_output_length": self.max_output_length,
         }
 
