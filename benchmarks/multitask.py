@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -56,8 +57,12 @@ def train_seed(seed: int, scale: dict, out: Path) -> dict[str, dict]:
     """Every run of ``seed`` (finished ones read back): name -> results."""
     results = {}
     for name, settings in runs_of(seed, scale).items():
-        results[name] = train_multitask(out / "runs" / scale_name(scale) / f"{name}_{seed}",
-                                        settings, verbose=0)  # fmt: skip
+        run_dir = out / "runs" / scale_name(scale) / f"{name}_{seed}"
+        finished = run_dir / "results.json"  # (train_multitask would train it again)
+        if finished.is_file():
+            results[name] = json.loads(finished.read_text(encoding="utf-8"))
+        else:
+            results[name] = train_multitask(run_dir, settings, verbose=0)
         print(name, seed, task_scores(results[name]), flush=True)
     return results
 
@@ -90,6 +95,7 @@ def section(results: dict[int, dict], scale: dict, quick: bool) -> str:
         for name, result in runs.items():
             seconds["single" if name.startswith("single") else name] += result["training_seconds"]
     updates = scale["epochs"] * (scale["train_size"] // scale["batch_size"])
+    tested = results[SEEDS[0]]["multi_same_total"]["test_examples"]
     lines = [
         "## Multi-task encoder-decoder (Luong et al. 2016)",
         "",
@@ -112,8 +118,15 @@ def section(results: dict[int, dict], scale: dict, quick: bool) -> str:
         + ", ".join(f"{m} {s:.0f}" for m, s in seconds.items())
         + " (the single-task models together).",
         "",
+        "The earlier version of this row (500 updates, 32 units, ratios 1:0.5:0.5) had the "
+        "multi-task month near chance (0.07-0.10) against 0.54-0.73 alone. That was the "
+        "budget, not a fault of the shared optimizer, the per-task steps or the evaluation: "
+        "at that scale (seed 0) the month alone reached 0.205 after 125 updates (its share "
+        "of the 500) and 0.54 after 500, and a multi-task model of 2000 updates (500 the "
+        "month's) 0.805.",
+        "",
         f"Scale{' (--quick: a smoke run, not a result)' if quick else ''}: "
-        f"{scale['train_size']} training dates, {scale['test_size']} held-out dates (never "
+        f"{scale['train_size']} training dates, {tested} held-out dates (never "
         f"seen in training), {scale['tokenizer']} tokens, bidirectional GRU encoder of "
         f"{scale['units']} units a direction, general attention, batch {scale['batch_size']}, "
         "Adam 3e-3 (clipnorm 1), greedy decoding; CPU, 2 shared cores. Reproduce: "
