@@ -534,6 +534,27 @@ APPS: dict[str, AppListing] = {
             ),
         ),
     ),
+    "multitask": AppListing(
+        "keras_rnncells.apps.multitask",
+        "written dates -> ISO date, the text back and the month: one encoder shared by a "
+        "decoder or head per task (Luong et al. 2016)",
+        (
+            *APP_RUN_FLAGS,
+            TOKENIZER,
+            Flag(
+                "tasks",
+                "multitask: the tasks, separated by commas, of dates (to ISO 8601), autoencode "
+                "(the source back) and month (its month, 12 classes) (default all three)",
+                metavar="TASK,...",
+            ),
+            Flag(
+                "ratios",
+                "multitask: each task's mixing ratio, its share of the alternating batches, "
+                "one positive number per task of --tasks (default 1,0.5,0.5)",
+                metavar="R,...",
+            ),
+        ),
+    ),
 }
 
 

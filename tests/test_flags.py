@@ -19,6 +19,7 @@ def app_settings() -> dict[str, type]:
     """Each application's settings class (importing the applications)."""
     from keras_rnncells.apps.color_namer import NamerSettings
     from keras_rnncells.apps.grammar import GrammarSettings
+    from keras_rnncells.apps.multitask import MultiTaskSettings
     from keras_rnncells.apps.name_to_color import NameToColorSettings
     from keras_rnncells.apps.sentiment import SentimentSettings
     from keras_rnncells.apps.seq2seq import DateSettings
@@ -29,6 +30,7 @@ def app_settings() -> dict[str, type]:
         "rnng": GrammarSettings,
         "sentiment": SentimentSettings,
         "seq2seq": DateSettings,
+        "multitask": MultiTaskSettings,
     }
 
 
@@ -75,7 +77,7 @@ def test_a_flag_declared_twice_must_be_declared_alike():
         ("max_length", "the imdb task and the sst2 task and the sst1 task"),
         ("stateful", "the ptb task and the ptb_chars task and the imdb_lm task"),
         ("word_input", "the ptb task"),
-        ("tokenizer", "the sentiment app and the seq2seq app"),
+        ("tokenizer", "the sentiment app and the seq2seq app and the multitask app"),
         ("copy", "the seq2seq app"),
         ("train_size", "the adding task and the logic task and the anbn task and the anbncn task"),
     ],

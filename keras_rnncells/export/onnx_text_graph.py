@@ -420,7 +420,9 @@ def detokenizer(tokenizer: Any, ids: str, output: str) -> Any:
     else:
         join_rows(graph, "kept_texts", output)
     return graph.model(
-        "detokenizer", {ids: (TensorProto.INT32, 2)}, {output: (TensorProto.STRING, 1)}
+        f"detokenizer_{output}",  # one prefix per output: a model may detokenize several
+        {ids: (TensorProto.INT32, 2)},
+        {output: (TensorProto.STRING, 1)},
     )
 
 

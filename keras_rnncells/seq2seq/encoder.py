@@ -79,6 +79,34 @@ class Encoder(keras.layers.Layer):
             x = outputs
         return outputs, summary, mask
 
+    @classmethod
+    def of_model(
+        cls,
+        vocabulary_size: int,
+        cell: str,
+        units: int,
+        embedding_dim: int,
+        encoder_layers: int,
+        bidirectional: bool,
+        cell_options: dict | None,
+    ) -> Encoder:
+        """The encoder ``"encoder"`` of an encoder-decoder model, from the
+        model's arguments (`model_config` gives them back)."""
+        return cls(vocabulary_size, embedding_dim, cell, units, encoder_layers, bidirectional,
+                   cell_options, name="encoder")  # fmt: skip
+
+    def model_config(self) -> dict:
+        """The arguments of `of_model` (but the vocabulary's size) that
+        build this encoder, as an encoder-decoder model's configuration holds them."""
+        return {
+            "cell": self.cell_name,
+            "units": self.units,
+            "embedding_dim": self.embedding_dim,
+            "encoder_layers": self.num_layers,
+            "bidirectional": self.bidirectional,
+            "cell_options": self.cell_options,
+        }
+
     def get_config(self) -> dict:
         return {
             **super().get_config(),

@@ -57,16 +57,10 @@ class Seq2Seq(SequenceLevelTraining, keras.Model):
     ) -> None:
         super().__init__(**kwargs)
         self.max_output_length = check_positive_int("max_output_length", max_output_length)
-        self.encoder = Encoder(
-            source_vocabulary_size,
-            embedding_dim,
-            cell,
-            units,
-            encoder_layers,
-            bidirectional,
+        self.encoder = Encoder.of_model(
+            source_vocabulary_size, cell, units, embedding_dim, encoder_layers, bidirectional,
             cell_options,
-            name="encoder",
-        )
+        )  # fmt: skip
         self.decoder = Decoder(
             target_vocabulary_size,
             embedding_dim,
@@ -160,14 +154,9 @@ class Seq2Seq(SequenceLevelTraining, keras.Model):
             **super().get_config(),
             "source_vocabulary_size": encoder.vocabulary_size,
             "target_vocabulary_size": decoder.vocabulary_size,
-            "cell": encoder.cell_name,
-            "units": encoder.units,
-            "embedding_dim": encoder.embedding_dim,
-            "encoder_layers": encoder.num_layers,
-            "bidirectional": encoder.bidirectional,
+            **encoder.model_config(),
             "attention": decoder.attention_score,
             "scheduled_sampling": decoder.scheduled_sampling,
-            "cell_options": encoder.cell_options,
             "max_output_length": self.max_output_length,
             "copy_map": None if decoder.copy_map is None else list(decoder.copy_map),
         }

@@ -113,16 +113,10 @@ class MultiTaskSeq2Seq(keras.Model):
             )
         self.max_output_length = check_positive_int("max_output_length", max_output_length)
         self.attention_score = attention
-        self.encoder = Encoder(
-            source_vocabulary_size,
-            embedding_dim,
-            cell,
-            units,
-            encoder_layers,
-            bidirectional,
+        self.encoder = Encoder.of_model(
+            source_vocabulary_size, cell, units, embedding_dim, encoder_layers, bidirectional,
             cell_options,
-            name="encoder",
-        )
+        )  # fmt: skip
         self.decoders = {
             task: Decoder(
                 size,
@@ -178,8 +172,11 @@ class MultiTaskSeq2Seq(keras.Model):
             training=training,
         )
 
-    def generate(self, source, task: str, max_length: int | None = None):
-        """Greedy decoding of sequence task ``task``: tokens ``(B, L)``, scores ``(B,)``."""
+    def generate(
+        self, source, task: str, max_length: int | None = None, encoded: tuple | None = None
+    ):
+        """Greedy decoding of sequence task ``task``: tokens ``(B, L)``, scores
+        ``(B,)``; ``encoded``: ``self.encoder(source)`` when already computed."""
         if self.check_task(task) not in self.sequence_tasks:
             raise ValueError(
                 f"Argument `task` must be a sequence task {list(self.sequence_tasks)} to "
@@ -187,7 +184,7 @@ class MultiTaskSeq2Seq(keras.Model):
             )
         max_length = self.max_output_length if max_length is None else max_length
         decoder = self.decoders[task]
-        memory, summary, mask = self.encoder(source, training=False)
+        memory, summary, mask = encoded or self.encoder(source, training=False)
         states = decoder.initial_state(ops.shape(source)[0], summary)
         return decode(
             decoder.log_prob_step,
@@ -202,6 +199,18 @@ class MultiTaskSeq2Seq(keras.Model):
             False,
         )
 
+    def predict_tasks(self, source) -> dict[str, Any]:
+        """Every task's prediction from one pass of the shared encoder: a
+        sequence task's greedy ``Decoded`` (tokens ``(B, L)``, scores ``(B,)``),
+        a classification task's logits ``(B, classes)``, by task name."""
+        encoded = self.encoder(source, training=False)
+        outputs: dict[str, Any] = {
+            task: self.generate(source, task, encoded=encoded) for task in self.sequence_tasks
+        }
+        for task, head in self.heads.items():
+            outputs[task] = head(encoded[1])
+        return outputs
+
     def get_config(self) -> dict:
         encoder = self.encoder
         return {
@@ -209,13 +218,8 @@ class MultiTaskSeq2Seq(keras.Model):
             "source_vocabulary_size": encoder.vocabulary_size,
             "sequence_tasks": dict(self.sequence_tasks),
             "class_tasks": dict(self.class_tasks),
-            "cell": encoder.cell_name,
-            "units": encoder.units,
-            "embedding_dim": encoder.embedding_dim,
-            "encoder_layers": encoder.num_layers,
-            "bidirectional": encoder.bidirectional,
+            **encoder.model_config(),
             "attention": self.attention_score,
-            "cell_options": encoder.cell_options,
             "max_output_length": self.max_output_length,
         }
 
@@ -257,26 +261,61 @@ def fit_tasks(
     optimizer = optimizer or keras.optimizers.Adam(1e-3, clipnorm=5.0)
     if not optimizer.built:
         optimizer.build(model.trainable_variables)  # every task's, once
-    steps_of = {}
-
-    def step_of(task: str):
-        @tf.function(reduce_retracing=True)
-        def step(batch):
-            with tf.GradientTape() as tape:
-                loss = task_loss(model, task, batch)
-            variables = model.trainable_variables
-            gradients = tape.gradient(loss, variables)
-            pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
-            optimizer.apply_gradients(pairs)
-            return loss
-
-        return step
-
+    steps_of = {
+        task: tf.function(
+            lambda batch, task=task: task_update(model, task, batch, optimizer),
+            reduce_retracing=True,
+        )
+        for task in ratios
+    }
     totals = {task: [0.0, 0] for task in ratios}
     for task in task_schedule(ratios, steps):
-        if task not in steps_of:
-            steps_of[task] = step_of(task)
         loss = steps_of[task](next(batches[task]))
         totals[task][0] += float(loss)
         totals[task][1] += 1
     return {task: total / max(count, 1) for task, (total, count) in totals.items()}
+
+
+def task_update(
+    model: MultiTaskSeq2Seq, task: str, batch: Sequence, optimizer: keras.optimizers.Optimizer
+):
+    """One update of task ``task`` on ``batch`` (`task_loss`): the gradient
+    reaches the shared encoder and the task's own decoder or head, and the
+    optimizer moves those only (the other tasks' weights and their optimizer
+    slots are left as they are). Returns the loss."""
+    with tf.GradientTape() as tape:
+        loss = task_loss(model, task, batch)
+    variables = model.trainable_variables
+    gradients = tape.gradient(loss, variables)
+    pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
+    optimizer.apply_gradients(pairs)
+    return loss
+
+
+# The keys of an `alternating_batches` batch.
+BATCH_KEYS = ("task", "source", "target_in", "target_out", "label")
+
+
+def task_batch(model: MultiTaskSeq2Seq, task: str, data: Mapping[str, Any]) -> tuple:
+    """Task ``task``'s `task_loss` batch out of an `alternating_batches` batch."""
+    if task in model.class_tasks:
+        return data["source"], data["label"]
+    return data["source"], data["target_in"], data["target_out"]
+
+
+def switch_task_update(
+    model: MultiTaskSeq2Seq, data: Mapping[str, Any], optimizer: keras.optimizers.Optimizer
+):
+    """`task_update` of the task ``data["task"]`` names (its index in
+    ``model.tasks``, the same in every row of a batch), chosen in the graph
+    (``tf.switch_case``): what a ``train_step`` calls to train on batches of
+    alternating tasks (``keras_rnncells.apps.multitask.alternating_batches``).
+    ``data``: `BATCH_KEYS`. Returns the loss and the task's index."""
+    if not optimizer.built:
+        optimizer.build(model.trainable_variables)
+    branches = [
+        lambda task=task: task_update(model, task, task_batch(model, task, data), optimizer)
+        for task in model.tasks
+    ]
+    index = tf.reshape(data["task"], [-1])[0]
+    return tf.switch_case(index, branches), index

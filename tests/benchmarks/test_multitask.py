@@ -12,8 +12,10 @@ def test_multitask_script_writes_its_section(load_script, tmp_path):
     assert section.startswith("## Multi-task encoder-decoder (Luong et al. 2016)")
     rows = [line for line in section.splitlines() if line.startswith("| ")][1:]
     assert [row.split(" | ")[0] for row in rows] == ["| dates", "| autoencode", "| month"]
-    runs = sorted(path.stem for path in (tmp_path / "runs").glob("*/*.json"))
-    assert len(runs) == 8 and "multi_0" in runs and "single_month_1" in runs
-    scores = json.loads(next((tmp_path / "runs").glob("*/multi_1.json")).read_text())["scores"]
-    assert set(scores) == {"dates", "autoencode", "month"}
-    assert all(0.0 <= value <= 1.0 for value in scores.values())
+    assert all(len(row.split(" | ")) == 5 for row in rows)
+    runs = sorted(path.parent.name for path in (tmp_path / "runs").glob("*/*/results.json"))
+    assert len(runs) == 10 and "multi_same_own_0" in runs and "single_month_1" in runs
+    own = json.loads(next((tmp_path / "runs").glob("*/multi_same_own_1/results.json")).read_text())
+    assert own["settings"]["epochs"] == 3 and own["updates_per_epoch"] == {
+        "dates": 2, "autoencode": 1, "month": 1}  # fmt: skip
+    assert all(0.0 <= own[f"{t}_exact_match"] <= 1.0 for t in ("dates", "autoencode"))

@@ -189,7 +189,8 @@ ANTICIPATED_ERRORS = {
     ),
     "tokenizer-of-an-app-without-text": (
         ["train", "color-namer", "--tokenizer", "bpe", "--out", "run"],
-        r"--tokenizer applies to the sentiment app and the seq2seq app, not to color-namer$",
+        r"--tokenizer applies to the sentiment app and the seq2seq app and the multitask app, not "
+        r"to color-namer$",
     ),
     "tokenizer-that-cannot-write-dates": (
         ["train", "seq2seq", "--tokenizer", "wordpiece", "--out", "run"],
