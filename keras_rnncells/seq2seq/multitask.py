@@ -155,6 +155,10 @@ class MultiTaskSeq2Seq(keras.Model):
             for task in self.class_tasks:
                 self(source, task=task)
 
+    def build(self, input_shape=None) -> None:
+        """Nothing to create: the constructor made every weight (`build_from_sizes`)."""
+        self.built = True
+
     def call(self, inputs, task: str | None = None, training=None):
         task = self.check_task(task if task is not None else self.tasks[0])
         if task in self.class_tasks:

@@ -189,3 +189,18 @@ def test_exports_serve_every_task(run, tmp_path, serve_like_tf_serving, run_onnx
                 assert [t.decode() for t in texts.numpy()] == [t.decode() for t in want[task]], (
                     f"{name}, {form}, {task}"
                 )
+
+
+@pytest.mark.slow  # converted and checked in LiteRT's interpreter, in a child
+def test_the_litert_export_matches_every_task(run, tmp_path):
+    """LiteRT's form of the model on ids: the export's own check compares each
+    task's output with the model in an interpreter without TensorFlow."""
+    import json
+
+    from keras_rnncells.apps.registry import servable_for
+    from keras_rnncells.export import write_litert
+
+    directory = write_litert(servable_for(run[2].model), tmp_path / "litert")
+    errors = json.loads((directory / "manifest.json").read_text())["parity"]["max_abs_error"]
+    assert set(errors) >= {"dates_score", "autoencode_score", "month_probabilities"}
+    assert all(np.isfinite(e) and e <= 1e-4 for e in errors.values()), errors
