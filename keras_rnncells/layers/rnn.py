@@ -55,8 +55,9 @@ from keras_rnncells.layers.fused import (
     row_parts,
     time_pieces,
 )
+from keras_rnncells.layers.scan import scan_recurrence
 
-IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
+IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic", "scan")
 USE_CUDNN = ("auto", True, False)
 # Keras 1 and 2's kernel choices, accepted (and ignored) by Keras 3's GRU and
 # LSTM (and by its own test of them, with 0).
@@ -246,6 +247,14 @@ class RNN(keras.layers.RNN):
                 f"Argument `unroll=True` runs on the generic path, not "
                 f"implementation={implementation!r}; use implementation='generic'"
             )
+        if implementation == "scan":
+            reason = self.cell.scan_ineligibility() if ours else "not a keras_rnncells cell"
+            if reason is not None or unroll:
+                raise ValueError(
+                    "Argument `implementation='scan'` needs a cell whose state is a linear "
+                    "recurrence (MinGRUCell, MinLSTMCell, QRNNCell) and unroll=False: "
+                    f"{reason or 'unroll=True'}; use implementation='auto'"
+                )
         reason = self.cell.cudnn_ineligibility() if implementation == "cudnn" else None
         if reason is not None:
             raise ValueError(
@@ -269,7 +278,8 @@ class RNN(keras.layers.RNN):
         )
 
     def path(self, training: bool = False) -> str:
-        """The execution path this layer takes: cudnn, fused or generic. A
+        """The execution path this layer takes: cudnn, scan, fused or generic.
+        ``auto`` takes scan for every cell that can (`scan_eligible`). A
         cell the fused path cannot train (``cell.fused_training_conflicts()``,
         e.g. ``batch_norm=True``) trains on the generic path; with
         ``implementation="fused"`` training it raises a ``ValueError``."""
@@ -279,6 +289,10 @@ class RNN(keras.layers.RNN):
             return "generic"
         if not isinstance(self.cell, AbstractRNNCell):
             return "generic"
+        if self.implementation == "scan" or (
+            self.implementation == "auto" and self.cell.scan_ineligibility() is None
+        ):
+            return "scan"
         conflicts = self.cell.fused_training_conflicts() if training else []
         if conflicts and self.implementation == "fused":
             raise ValueError(
@@ -383,6 +397,8 @@ class RNN(keras.layers.RNN):
         ]
         mask = None if mask is None else ops.cast(mask, "bool")
         args = (sequences, initial_state, mask, training)
+        if path == "scan":
+            return self.scan_loop(*args)
         if path == "fused":
             return self.fused_loop(*args)
         if mask is None or self.implementation == "cudnn":
@@ -457,6 +473,20 @@ class RNN(keras.layers.RNN):
         if self.return_sequences:  # the loop's TensorArray loses the static step count
             outputs = tf.ensure_shape(outputs, (None, sequences.shape[1], None))
         return last_output, outputs, states
+
+    def scan_loop(self, sequences, initial_state, mask, training):
+        """The scan path (`keras_rnncells.layers.scan`): the cell's linear
+        recurrence over the whole sequence at once."""
+        return scan_recurrence(
+            self.cell,
+            drop_inputs(self.cell, sequences, training),
+            initial_state,
+            mask,
+            bool(training),
+            bool(self.go_backwards),
+            bool(self.zero_output_for_mask),
+            bool(self.return_sequences),
+        )
 
     def fused_rows(self, sequences, states, mask, recurrent_mask, training, compiled, alone):
         """The fused loop over batch-major ``sequences`` (some rows of the
