@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import keras
-from keras import constraints, initializers, ops, regularizers
+from keras import activations, constraints, initializers, ops, regularizers
 
 from keras_rnncells.cells.base import AbstractRNNCell
 from keras_rnncells.cells.context import StepContext, Tensor
@@ -35,6 +35,9 @@ from keras_rnncells.checks import check_positive_int, set_keras_objects
 class LinearRecurrenceCell(AbstractRNNCell):
     """A cell whose state advances as ``c_t = a_t ⊙ c_{t-1} + b_t`` with
     ``a_t``, ``b_t`` from the inputs only (module docstring).
+
+    ``activation`` is the candidate's (the block added to the state: MinGRU's
+    and MinLSTM's ``h~``, QRNN's ``z``); each class sets its default.
 
     Weights: ``kernel`` (input_dim, len(blocks) units) and ``bias``
     (len(blocks) units,) in column blocks ``blocks``; no recurrent kernel.
@@ -50,10 +53,12 @@ class LinearRecurrenceCell(AbstractRNNCell):
     blocks: ClassVar[tuple[str, ...]] = ()
     # Kernel rows read by the step before (a window of two steps): 0 or 1.
     window_rows: ClassVar[int] = 0
+    default_activation: ClassVar[str] = "linear"
 
     def __init__(
         self,
         units: int,
+        activation: Any = None,
         use_bias: bool = True,
         kernel_initializer: Any = "glorot_uniform",
         bias_initializer: Any = "zeros",
@@ -75,6 +80,7 @@ class LinearRecurrenceCell(AbstractRNNCell):
         self.use_bias = bool(use_bias)
         set_keras_objects(
             self,
+            activation=(activation or self.default_activation, activations.get),
             kernel_initializer=(kernel_initializer, initializers.get),
             bias_initializer=(bias_initializer, initializers.get),
             kernel_regularizer=(kernel_regularizer, regularizers.get),
@@ -174,6 +180,7 @@ class LinearRecurrenceCell(AbstractRNNCell):
         config = super().get_config()
         config.update(
             units=self.units,
+            activation=activations.serialize(self.activation),
             use_bias=self.use_bias,
             kernel_initializer=initializers.serialize(self.kernel_initializer),
             bias_initializer=initializers.serialize(self.bias_initializer),

@@ -21,15 +21,17 @@ def positive_g(x: Tensor) -> Tensor:
 
 
 class MinimalCell(LinearRecurrenceCell):
-    """What minGRU and minLSTM share: the candidate ``h~ = W_h x + b_h``, or
-    ``g(W_h x + b_h)`` with ``log_space_form=True``."""
+    """What minGRU and minLSTM share: the candidate ``h~ = φ(W_h x + b_h)``,
+    φ the ``activation`` (linear by default, as in the paper), or
+    ``g(φ(W_h x + b_h))`` with ``log_space_form=True``."""
 
     def __init__(self, units: int, log_space_form: bool = False, **kwargs: Any) -> None:
         super().__init__(units, **kwargs)
         self.log_space_form = check_bool("log_space_form", log_space_form)
 
     def candidate(self, x_h: Tensor) -> Tensor:
-        return positive_g(x_h) if self.log_space_form else x_h
+        candidate = self.activation(x_h)
+        return positive_g(candidate) if self.log_space_form else candidate
 
     def get_config(self) -> dict:
         config = super().get_config()
@@ -57,6 +59,8 @@ class MinGRUCell(MinimalCell):
     space, in chunks, with no division, which is stable without it (products
     of gates in (0, 1) can only underflow to 0, which is their value), so the
     plain form of the paper's equations is kept.
+
+    ``activation`` (default linear, the paper's) is applied to the candidate.
 
     Weights: ``kernel`` (input_dim, 2 units), ``bias`` (2 units,), column
     blocks ``z, h``; no recurrent kernel (a third of a GRU's parameters at
@@ -89,7 +93,8 @@ class MinLSTMCell(MinimalCell):
     ``f'`` is computed as ``σ(log σ(W_f x + b_f) − log σ(W_i x + b_i))`` (and
     ``i' = σ`` of the negated difference), equal to the ratio but finite where
     both gates underflow. ``log_space_form=True`` puts the candidate through
-    ``g`` as in `MinGRUCell` (which see for why it is not the default).
+    ``g`` as in `MinGRUCell` (which see for why it is not the default);
+    ``activation`` (default linear) is applied to the candidate.
 
     Weights: ``kernel`` (input_dim, 3 units), ``bias`` (3 units,), column
     blocks ``f, i, h``; no recurrent kernel. State: ``h`` (units).

@@ -35,6 +35,8 @@ class QRNNCell(LinearRecurrenceCell):
     last unmasked input, and an initial state of zeros means ``x_{-1} = 0``
     (the convolution's zero padding on the left).
 
+    ``activation`` (default tanh, the paper's) is ``z``'s.
+
     Weights: ``kernel`` (window * input_dim, 3 units), its rows the window's
     inputs oldest first (for ``window=2``: ``x_{t-1}``'s rows, then
     ``x_t``'s), ``bias`` (3 units,), column blocks ``z, f, o``; no recurrent
@@ -42,6 +44,7 @@ class QRNNCell(LinearRecurrenceCell):
     """
 
     blocks = ("z", "f", "o")
+    default_activation = "tanh"
     citation = "Bradbury et al. 2017, Quasi-recurrent neural networks"
 
     def __init__(self, units: int, window: int = 1, **kwargs: Any) -> None:
@@ -57,7 +60,7 @@ class QRNNCell(LinearRecurrenceCell):
     def coefficients(self, blocks):
         x_z, x_f, _ = blocks
         f = ops.sigmoid(x_f)
-        return f, (1.0 - f) * ops.tanh(x_z)
+        return f, (1.0 - f) * self.activation(x_z)
 
     def emitted(self, blocks, c):
         return ops.sigmoid(blocks[2]) * c
