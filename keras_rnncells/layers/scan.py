@@ -50,6 +50,8 @@ def chunked_scan(a: tf.Tensor, b: tf.Tensor, c0: tf.Tensor, chunk: int = CHUNK) 
         return tf.stack(states)
     total = tf.shape(a)[0] if steps is None else steps
     chunks = (total + chunk - 1) // chunk  # a Python int where the graph knows T
+    if steps is None:  # at least one chunk: a graph for any length may get 0 steps
+        chunks = tf.maximum(chunks, 1)
     padding = [[0, chunks * chunk - total]] + [[0, 0]] * (len(a.shape) - 1)
     # padded steps keep the state (a = 1, b = 0); they come after every real one
     a = tf.pad(a, padding, constant_values=1)
@@ -100,8 +102,14 @@ def last_unmasked(keep: tf.Tensor) -> tf.Tensor:
     in float32, exact for integers below 2**24 steps."""
     keep = tf.cast(keep, "float32")
     steps = tf.cast(tf.range(tf.shape(keep)[0]), "float32")[:, None]
-    start = -tf.ones_like(keep[0])
+    start = -tf.ones(tf.shape(keep)[1:], "float32")
     return tf.cast(chunked_scan(1.0 - keep, keep * steps, start), "int32")
+
+
+def final(sequence: tf.Tensor, before: tf.Tensor) -> tf.Tensor:
+    """The last element of time-major ``sequence``, or ``before`` where it has
+    no step (a graph traced for any length answers 0 steps as fully masked)."""
+    return tf.concat([before[None], sequence], axis=0)[-1]
 
 
 def gathered(sequence: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
@@ -144,7 +152,8 @@ def scan_recurrence(
         else:
             before = tf.concat([-tf.ones_like(seen[:1]), seen[:-1]], axis=0)
             carried = gathered(history, before + 1)
-            last_carried = gathered(history, seen[-1:] + 1)[0]
+            row_last = final(seen, -tf.ones(tf.shape(seen)[1:], seen.dtype))
+            last_carried = gathered(history, row_last[None] + 1)[0]
         blocks = cell.window_inputs(projected, carried)
         new_states.append(last_carried)
     else:
@@ -154,7 +163,8 @@ def scan_recurrence(
         kept = keep[:, :, None]
         a = tf.where(kept, a, tf.ones_like(a))
         b = tf.where(kept, b, tf.zeros_like(b))
-    c = linear_scan(a, b, tf.cast(states[0], a.dtype))
+    c0 = tf.cast(states[0], a.dtype)
+    c = linear_scan(a, b, c0)
     outputs = cell.emitted(blocks, c)
     if keep is not None:
         if zero_output_for_mask:
@@ -162,6 +172,6 @@ def scan_recurrence(
         else:
             with_zeros = tf.concat([tf.zeros_like(outputs[:1]), outputs], axis=0)
             outputs = gathered(with_zeros, seen + 1)
-    last_output = outputs[-1]
+    last_output = final(outputs, tf.zeros_like(c0))
     outputs = tf.transpose(outputs, [1, 0, 2]) if return_sequences else last_output[:, None]
-    return last_output, outputs, [c[-1], *new_states]
+    return last_output, outputs, [final(c, c0), *new_states]
