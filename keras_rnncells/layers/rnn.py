@@ -16,9 +16,13 @@ execution paths": the native ONNX ops, ONNX's loop, LiteRT's).
     serving functions, ``model.export``) and inside ``portable()``: such a
     graph may be saved, and TF Serving runs with XLA JIT disabled by default.
 * ``generic``: ``keras.layers.RNN``'s own loop, the reference semantics.
+* ``scan``: cells whose state is a linear recurrence with coefficients from
+  the inputs only (``cell.scan_ineligibility()`` is None: MinGRU, MinLSTM,
+  QRNN) compute the whole sequence at once (``layers/scan.py``).
 
-``implementation="auto"`` picks cudnn where it can run and fused otherwise
-(generic for ``unroll=True`` and for cells that are not ``AbstractRNNCell``).
+``implementation="auto"`` picks cudnn where it can run, scan for the cells
+that can take it, and fused otherwise (generic for ``unroll=True`` and for
+cells that are not ``AbstractRNNCell``).
 On a CPU the fused path runs a batch as one loop per core over its own rows,
 and a training step's long sequence as two loops over its halves, a fifth
 less peak memory (``fused.loop_count``, ``fused.time_halves``).
@@ -176,8 +180,9 @@ class RNN(keras.layers.RNN):
     """A recurrent layer over any cell, with a fast path for ours.
 
     Takes every argument of ``keras.layers.RNN`` plus ``implementation``:
-    ``"auto"`` (default), ``"cudnn"``, ``"fused"`` or ``"generic"`` (see the
-    module docstring). ``"cudnn"`` raises a ``ValueError`` where the cuDNN
+    ``"auto"`` (default), ``"cudnn"``, ``"fused"``, ``"generic"`` or
+    ``"scan"`` (see the module docstring; ``"scan"`` raises a ``ValueError``
+    for a cell whose ``scan_ineligibility()`` is not None). ``"cudnn"`` raises a ``ValueError`` where the cuDNN
     kernel cannot run; ``"auto"`` falls back to fused instead, also at run
     time for masks cuDNN cannot take (not right-padded, fully masked rows).
 
@@ -279,7 +284,8 @@ class RNN(keras.layers.RNN):
 
     def path(self, training: bool = False) -> str:
         """The execution path this layer takes: cudnn, scan, fused or generic.
-        ``auto`` takes scan for every cell that can (`scan_eligible`). A
+        ``auto`` takes scan for every cell that can
+        (``cell.scan_ineligibility()`` is None). A
         cell the fused path cannot train (``cell.fused_training_conflicts()``,
         e.g. ``batch_norm=True``) trains on the generic path; with
         ``implementation="fused"`` training it raises a ``ValueError``."""
