@@ -182,9 +182,10 @@ class RNN(keras.layers.RNN):
     Takes every argument of ``keras.layers.RNN`` plus ``implementation``:
     ``"auto"`` (default), ``"cudnn"``, ``"fused"``, ``"generic"`` or
     ``"scan"`` (see the module docstring; ``"scan"`` raises a ``ValueError``
-    for a cell whose ``scan_ineligibility()`` is not None). ``"cudnn"`` raises a ``ValueError`` where the cuDNN
-    kernel cannot run; ``"auto"`` falls back to fused instead, also at run
-    time for masks cuDNN cannot take (not right-padded, fully masked rows).
+    for a cell whose ``scan_ineligibility()`` is not None). ``"cudnn"``
+    raises a ``ValueError`` where the cuDNN kernel cannot run; ``"auto"``
+    falls back to fused instead, also at run time for masks cuDNN cannot take
+    (not right-padded, fully masked rows).
 
     ``column_blocks`` (default False, saved in the config: a model traces the
     same graph on every host, and its exports keep it): an inference graph's
