@@ -171,7 +171,11 @@ def table(result: dict) -> str:
         lines.append(
             f"| {row['steps']} | {row['layer']} | {row['fwd_ms']:.1f} | {row['fwd_vs_gru']:.2f}x"
             f" | {row['train_ms']:.1f} | {row['train_vs_gru']:.2f}x"
-            f" | {row['fwd_pct_peak']:.0f}% / {row['train_pct_peak']:.0f}% |"
+            + (
+                f" | {row['fwd_pct_peak']:.0f}% / {row['train_pct_peak']:.0f}% |"
+                if "fwd_pct_peak" in row
+                else " | n/a |"
+            )
         )
     return "\n".join(lines)
 
@@ -208,6 +212,8 @@ def section(result: dict, argv: Sequence[str]) -> str:
             f"units, float32, medians of {result['repeats']} rounds (each round every "
             "function once, in a shuffled order); ratios against our GRU in the same run; "
             f"matmul peak {result['peak_gflops']:.0f} GFLOP/s (one 2048-square product). "
+            if result.get("peak_gflops")
+            else "matmul peak not recorded (rows taken from the run's log). "
             "Forward: an inference graph (no XLA); train: forward, MSE, backward, Adam in one "
             "tf.function. On a 2-core host shared with other jobs (run at nice 5): the "
             "ratios are indicative. Peak memory: not measured.",

@@ -21,7 +21,8 @@ execution paths": the native ONNX ops, ONNX's loop, LiteRT's).
   QRNN) compute the whole sequence at once (``layers/scan.py``).
 
 ``implementation="auto"`` picks cudnn where it can run, scan for the cells
-that can take it, and fused otherwise (generic for ``unroll=True`` and for
+that can take it in inference graphs (where the fused loop would be
+portable), and fused otherwise (generic for ``unroll=True`` and for
 cells that are not ``AbstractRNNCell``).
 On a CPU the fused path runs a batch as one loop per core over its own rows,
 and a training step's long sequence as two loops over its halves, a fifth
@@ -59,6 +60,7 @@ from keras_rnncells.layers.fused import (
     row_parts,
     time_pieces,
 )
+from keras_rnncells.layers.portable_loop import scattering
 from keras_rnncells.layers.scan import scan_recurrence
 
 IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic", "scan")
@@ -285,8 +287,12 @@ class RNN(keras.layers.RNN):
 
     def path(self, training: bool = False) -> str:
         """The execution path this layer takes: cudnn, scan, fused or generic.
-        ``auto`` takes scan for every cell that can
-        (``cell.scan_ineligibility()`` is None). A
+        ``auto`` takes scan for a cell that can (``cell.scan_ineligibility()``
+        is None) where the fused loop would be portable (inference graphs,
+        ``portable()``: faster there in benchmarks/scan.py), and the fused
+        loop where it would be XLA-compiled (training steps, eager calls,
+        ``compiled_inference()``: faster there on CPUs), and in LiteRT's
+        tracing (``portable_loop.scattering()``). A
         cell the fused path cannot train (``cell.fused_training_conflicts()``,
         e.g. ``batch_norm=True``) trains on the generic path; with
         ``implementation="fused"`` training it raises a ``ValueError``."""
@@ -296,8 +302,15 @@ class RNN(keras.layers.RNN):
             return "generic"
         if not isinstance(self.cell, AbstractRNNCell):
             return "generic"
-        if self.implementation == "scan" or (
-            self.implementation == "auto" and self.cell.scan_ineligibility() is None
+        # LiteRT's tracing (`scattering`) takes the portable loop, which its
+        # converter turns into builtin ops
+        if not scattering() and (
+            self.implementation == "scan"
+            or (
+                self.implementation == "auto"
+                and self.cell.scan_ineligibility() is None
+                and not compiles_loop(training)
+            )
         ):
             return "scan"
         conflicts = self.cell.fused_training_conflicts() if training else []
@@ -493,6 +506,7 @@ class RNN(keras.layers.RNN):
             bool(self.go_backwards),
             bool(self.zero_output_for_mask),
             bool(self.return_sequences),
+            compiled=compiles_loop(training),
         )
 
     def fused_rows(self, sequences, states, mask, recurrent_mask, training, compiled, alone):

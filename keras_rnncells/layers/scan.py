@@ -77,22 +77,35 @@ def chunked_scan(a: tf.Tensor, b: tf.Tensor, c0: tf.Tensor, chunk: int = CHUNK) 
     return tf.ensure_shape(states, (steps, *c0.shape))
 
 
-@tf.custom_gradient
-def linear_scan(a: tf.Tensor, b: tf.Tensor, c0: tf.Tensor):
-    """`chunked_scan` with its hand-written gradient (the module docstring)."""
-    states = chunked_scan(a, b, c0)
+def scan_gradient(a, upstream, states, c0):
+    """The gradients of ``(a, b, c0)`` given those of the states (``upstream``)."""
+    # g_t = upstream_t + a_{t+1} g_{t+1}: a forward scan of the reversed sequences
+    following = tf.concat([a[1:], tf.ones_like(a[:1])], axis=0)
+    reversed_g = chunked_scan(
+        tf.reverse(following, [0]), tf.reverse(upstream, [0]), tf.zeros_like(c0)
+    )
+    g = tf.reverse(reversed_g, [0])
+    previous = tf.concat([c0[None], states[:-1]], axis=0)
+    return g * previous, g, a[0] * g[0]
 
-    def gradient(upstream):
-        # g_t = upstream_t + a_{t+1} g_{t+1}: a forward scan of the reversed sequences
-        following = tf.concat([a[1:], tf.ones_like(a[:1])], axis=0)
-        reversed_g = chunked_scan(
-            tf.reverse(following, [0]), tf.reverse(upstream, [0]), tf.zeros_like(c0)
-        )
-        g = tf.reverse(reversed_g, [0])
-        previous = tf.concat([c0[None], states[:-1]], axis=0)
-        return g * previous, g, a[0] * g[0]
 
-    return states, gradient
+def differentiable(forward, backward):
+    """`forward` (a, b, c0) -> states with the gradient `backward`."""
+
+    @tf.custom_gradient
+    def scan(a, b, c0):
+        states = forward(a, b, c0)
+        return states, lambda upstream: backward(a, upstream, states, c0)
+
+    return scan
+
+
+linear_scan = differentiable(chunked_scan, scan_gradient)
+linear_scan.__doc__ = """`chunked_scan` with its hand-written gradient (the module docstring)."""
+# XLA-compiled (never in a graph that may be saved: TF Serving runs without XLA)
+compiled_linear_scan = differentiable(
+    tf.function(chunked_scan, jit_compile=True), tf.function(scan_gradient, jit_compile=True)
+)
 
 
 def last_unmasked(keep: tf.Tensor) -> tf.Tensor:
@@ -128,13 +141,16 @@ def scan_recurrence(
     go_backwards: bool,
     zero_output_for_mask: bool,
     return_sequences: bool,
+    compiled: bool = False,
 ) -> tuple:
     """The recurrence of ``cell`` (a `LinearRecurrenceCell`) over batch-major
     ``sequences`` (input dropout already applied) from ``states``, with
     ``keras.layers.RNN``'s semantics: ``(last_output, outputs, states)``,
     ``outputs`` batch-major (T steps with ``return_sequences``, else the last).
     A masked step keeps the states and emits the previous output (zeros
-    before a row's first unmasked step, and with ``zero_output_for_mask``)."""
+    before a row's first unmasked step, and with ``zero_output_for_mask``).
+    ``compiled``: the scan and its gradient XLA-compiled (where the graph is
+    never saved: training steps, eager calls)."""
     inputs = tf.transpose(sequences, [1, 0, 2])
     keep = None if mask is None else tf.transpose(tf.cast(mask, "bool"))
     if go_backwards:
@@ -164,7 +180,7 @@ def scan_recurrence(
         a = tf.where(kept, a, tf.ones_like(a))
         b = tf.where(kept, b, tf.zeros_like(b))
     c0 = tf.cast(states[0], a.dtype)
-    c = linear_scan(a, b, c0)
+    c = (compiled_linear_scan if compiled else linear_scan)(a, b, c0)
     outputs = cell.emitted(blocks, c)
     if keep is not None:
         if zero_output_for_mask:
