@@ -908,6 +908,7 @@ SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = (
     ScriptedExperiment("imdb_hierarchical", "hierarchical.py"),
     ScriptedExperiment("ptb_char_words", "char_words.py"),
     ScriptedExperiment("ptb_chars", "ptb_chars.py"),
+    ScriptedExperiment("scan_cells", "scan.py"),
 )
 
 EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)

@@ -5,6 +5,7 @@ from keras_rnncells.cells.context import RecurrentMasks, StepContext
 from keras_rnncells.cells.dense_gates import DenseGatesCell, GatedCell
 from keras_rnncells.cells.gru import GRUCell
 from keras_rnncells.cells.jordan import JordanRNNCell
+from keras_rnncells.cells.linear import LinearRecurrenceCell
 from keras_rnncells.cells.lstm import LSTMCell
 from keras_rnncells.cells.lstm_variants import (
     CIFGLSTMCell,
@@ -17,8 +18,10 @@ from keras_rnncells.cells.lstm_variants import (
 )
 from keras_rnncells.cells.mgu import MGUCell
 from keras_rnncells.cells.mi import MIGRUCell, MILSTMCell, MIRNNCell, MultiplicativeIntegration
+from keras_rnncells.cells.minimal import MinGRUCell, MinLSTMCell
 from keras_rnncells.cells.mufuru import MuFuRUCell
 from keras_rnncells.cells.mut import MUT1Cell, MUT2Cell, MUT3Cell
+from keras_rnncells.cells.qrnn import QRNNCell
 from keras_rnncells.cells.registry import get_cell, list_cells, register_cell
 from keras_rnncells.cells.scrn import SCRNCell
 from keras_rnncells.cells.sgu import DSGUCell, SGUCell
@@ -38,6 +41,7 @@ __all__ = [
     "LSTMNoInputGateCell",
     "LSTMNoOutputGateCell",
     "LSTMVariantCell",
+    "LinearRecurrenceCell",
     "MGUCell",
     "MIGRUCell",
     "MILSTMCell",
@@ -45,9 +49,12 @@ __all__ = [
     "MUT1Cell",
     "MUT2Cell",
     "MUT3Cell",
+    "MinGRUCell",
+    "MinLSTMCell",
     "MuFuRUCell",
     "MultiplicativeIntegration",
     "PeepholeLSTMCell",
+    "QRNNCell",
     "RecurrentMasks",
     "SCRNCell",
     "SGUCell",

@@ -285,6 +285,16 @@ class AbstractRNNCell(DropoutRNNCell, keras.layers.Layer):
         declared = self.onnx_op is not None and "onnx_op" in vars(type(self))
         return kernel_ineligibility(self, "native ONNX op", declared, self.onnx_conflicts)
 
+    def scan_ineligibility(self) -> str | None:
+        """Why ``implementation="scan"`` cannot run this cell (its state must
+        advance as ``c_t = a_t * c_{t-1} + b_t`` with ``a_t``, ``b_t`` from the
+        inputs only: `keras_rnncells.cells.linear.LinearRecurrenceCell`);
+        ``None`` when it can."""
+        return (
+            f"{type(self).__name__}'s state is not a linear recurrence with "
+            "coefficients from the inputs only"
+        )
+
     def cudnn_loop(self, sequences, initial_state, mask, go_backwards, return_sequences):
         raise NotImplementedError
 

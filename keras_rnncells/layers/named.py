@@ -199,6 +199,30 @@ class MGU(CellLayer):
 
 
 @register
+class MinGRU(CellLayer):
+    """`RNN` over a `MinGRUCell` (minimal GRU; equations in its docstring).
+    ``implementation="auto"`` runs it on the scan path."""
+
+    cell_class = cells.MinGRUCell
+
+
+@register
+class MinLSTM(CellLayer):
+    """`RNN` over a `MinLSTMCell` (minimal LSTM; equations in its docstring).
+    ``implementation="auto"`` runs it on the scan path."""
+
+    cell_class = cells.MinLSTMCell
+
+
+@register
+class QRNN(CellLayer):
+    """`RNN` over a `QRNNCell` (quasi-recurrent, fo-pooling; equations in its
+    docstring). ``implementation="auto"`` runs it on the scan path."""
+
+    cell_class = cells.QRNNCell
+
+
+@register
 class MuFuRU(CellLayer):
     """`RNN` over a `MuFuRUCell` (equations in its docstring)."""
 

@@ -16,9 +16,14 @@ execution paths": the native ONNX ops, ONNX's loop, LiteRT's).
     serving functions, ``model.export``) and inside ``portable()``: such a
     graph may be saved, and TF Serving runs with XLA JIT disabled by default.
 * ``generic``: ``keras.layers.RNN``'s own loop, the reference semantics.
+* ``scan``: cells whose state is a linear recurrence with coefficients from
+  the inputs only (``cell.scan_ineligibility()`` is None: MinGRU, MinLSTM,
+  QRNN) compute the whole sequence at once (``layers/scan.py``).
 
-``implementation="auto"`` picks cudnn where it can run and fused otherwise
-(generic for ``unroll=True`` and for cells that are not ``AbstractRNNCell``).
+``implementation="auto"`` picks cudnn where it can run, scan for the cells
+that can take it in inference graphs (where the fused loop would be
+portable), and fused otherwise (generic for ``unroll=True`` and for
+cells that are not ``AbstractRNNCell``).
 On a CPU the fused path runs a batch as one loop per core over its own rows,
 and a training step's long sequence as two loops over its halves, a fifth
 less peak memory (``fused.loop_count``, ``fused.time_halves``).
@@ -55,8 +60,10 @@ from keras_rnncells.layers.fused import (
     row_parts,
     time_pieces,
 )
+from keras_rnncells.layers.portable_loop import scattering
+from keras_rnncells.layers.scan import scan_recurrence
 
-IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic")
+IMPLEMENTATIONS = ("auto", "cudnn", "fused", "generic", "scan")
 USE_CUDNN = ("auto", True, False)
 # Keras 1 and 2's kernel choices, accepted (and ignored) by Keras 3's GRU and
 # LSTM (and by its own test of them, with 0).
@@ -175,10 +182,12 @@ class RNN(keras.layers.RNN):
     """A recurrent layer over any cell, with a fast path for ours.
 
     Takes every argument of ``keras.layers.RNN`` plus ``implementation``:
-    ``"auto"`` (default), ``"cudnn"``, ``"fused"`` or ``"generic"`` (see the
-    module docstring). ``"cudnn"`` raises a ``ValueError`` where the cuDNN
-    kernel cannot run; ``"auto"`` falls back to fused instead, also at run
-    time for masks cuDNN cannot take (not right-padded, fully masked rows).
+    ``"auto"`` (default), ``"cudnn"``, ``"fused"``, ``"generic"`` or
+    ``"scan"`` (see the module docstring; ``"scan"`` raises a ``ValueError``
+    for a cell whose ``scan_ineligibility()`` is not None). ``"cudnn"``
+    raises a ``ValueError`` where the cuDNN kernel cannot run; ``"auto"``
+    falls back to fused instead, also at run time for masks cuDNN cannot take
+    (not right-padded, fully masked rows).
 
     ``column_blocks`` (default False, saved in the config: a model traces the
     same graph on every host, and its exports keep it): an inference graph's
@@ -246,6 +255,14 @@ class RNN(keras.layers.RNN):
                 f"Argument `unroll=True` runs on the generic path, not "
                 f"implementation={implementation!r}; use implementation='generic'"
             )
+        if implementation == "scan":
+            reason = self.cell.scan_ineligibility() if ours else "not a keras_rnncells cell"
+            if reason is not None or unroll:
+                raise ValueError(
+                    "Argument `implementation='scan'` needs a cell whose state is a linear "
+                    "recurrence (MinGRUCell, MinLSTMCell, QRNNCell) and unroll=False: "
+                    f"{reason or 'unroll=True'}; use implementation='auto'"
+                )
         reason = self.cell.cudnn_ineligibility() if implementation == "cudnn" else None
         if reason is not None:
             raise ValueError(
@@ -269,7 +286,13 @@ class RNN(keras.layers.RNN):
         )
 
     def path(self, training: bool = False) -> str:
-        """The execution path this layer takes: cudnn, fused or generic. A
+        """The execution path this layer takes: cudnn, scan, fused or generic.
+        ``auto`` takes scan for a cell that can (``cell.scan_ineligibility()``
+        is None) where the fused loop would be portable (inference graphs,
+        ``portable()``: faster there in benchmarks/scan.py), and the fused
+        loop where it would be XLA-compiled (training steps, eager calls,
+        ``compiled_inference()``: faster there on CPUs), and in LiteRT's
+        tracing (``portable_loop.scattering()``). A
         cell the fused path cannot train (``cell.fused_training_conflicts()``,
         e.g. ``batch_norm=True``) trains on the generic path; with
         ``implementation="fused"`` training it raises a ``ValueError``."""
@@ -279,6 +302,17 @@ class RNN(keras.layers.RNN):
             return "generic"
         if not isinstance(self.cell, AbstractRNNCell):
             return "generic"
+        # LiteRT's tracing (`scattering`) takes the portable loop, which its
+        # converter turns into builtin ops
+        if not scattering() and (
+            self.implementation == "scan"
+            or (
+                self.implementation == "auto"
+                and self.cell.scan_ineligibility() is None
+                and not compiles_loop(training)
+            )
+        ):
+            return "scan"
         conflicts = self.cell.fused_training_conflicts() if training else []
         if conflicts and self.implementation == "fused":
             raise ValueError(
@@ -383,6 +417,8 @@ class RNN(keras.layers.RNN):
         ]
         mask = None if mask is None else ops.cast(mask, "bool")
         args = (sequences, initial_state, mask, training)
+        if path == "scan":
+            return self.scan_loop(*args)
         if path == "fused":
             return self.fused_loop(*args)
         if mask is None or self.implementation == "cudnn":
@@ -457,6 +493,21 @@ class RNN(keras.layers.RNN):
         if self.return_sequences:  # the loop's TensorArray loses the static step count
             outputs = tf.ensure_shape(outputs, (None, sequences.shape[1], None))
         return last_output, outputs, states
+
+    def scan_loop(self, sequences, initial_state, mask, training):
+        """The scan path (`keras_rnncells.layers.scan`): the cell's linear
+        recurrence over the whole sequence at once."""
+        return scan_recurrence(
+            self.cell,
+            drop_inputs(self.cell, sequences, training),
+            initial_state,
+            mask,
+            bool(training),
+            bool(self.go_backwards),
+            bool(self.zero_output_for_mask),
+            bool(self.return_sequences),
+            compiled=compiles_loop(training),
+        )
 
     def fused_rows(self, sequences, states, mask, recurrent_mask, training, compiled, alone):
         """The fused loop over batch-major ``sequences`` (some rows of the

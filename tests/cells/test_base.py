@@ -21,7 +21,7 @@ GATED = [name for name in CELLS if issubclass(kr.get_cell(name), kr.GatedCell)]
 
 
 def test_the_gateless_cells_are_those_without_gates() -> None:
-    assert GATELESS == ["irnn", "jordan", "mi_rnn", "scrn", "simple"]
+    assert GATELESS == ["irnn", "jordan", "mi_rnn", "min_gru", "min_lstm", "qrnn", "scrn", "simple"]
 
 
 @pytest.mark.parametrize("name", GATELESS)

@@ -94,11 +94,14 @@ for _name in CELLS:
         ),
     )
 for _impl in IMPLEMENTATIONS:
-    LAYER_CASES[f"RNN-gru-{_impl}"] = (
+    # the scan path runs linear recurrences only: MinGRU's
+    _cell = kr.MinGRUCell if _impl == "scan" else kr.GRUCell
+    _case = "RNN-min_gru-scan" if _impl == "scan" else f"RNN-gru-{_impl}"
+    LAYER_CASES[_case] = (
         _impl,
-        kr.GRUCell,
-        lambda impl=_impl: kr.RNN(
-            kr.GRUCell(UNITS), return_sequences=True, return_state=True, implementation=impl
+        _cell,
+        lambda impl=_impl, cell=_cell: kr.RNN(
+            cell(UNITS), return_sequences=True, return_state=True, implementation=impl
         ),
     )
 
@@ -156,7 +159,10 @@ def test_weights_order_and_shapes(name: str) -> None:
     features = input_features(type(cell))
     layer = kr.RNN(cell)
     layer.build((BATCH, STEPS, features))
-    assert [w.name for w in layer.weights[:3]] == ["kernel", "recurrent_kernel", "bias"]
+    if isinstance(cell, kr.LinearRecurrenceCell):  # no recurrent kernel
+        assert [w.name for w in layer.weights] == ["kernel", "bias"]
+    else:
+        assert [w.name for w in layer.weights[:3]] == ["kernel", "recurrent_kernel", "bias"]
     values = layer.get_weights()
     for variable, value in zip(layer.weights, values, strict=True):
         np.testing.assert_array_equal(value, keras.ops.convert_to_numpy(variable))

@@ -43,14 +43,17 @@ def fused_and_generic(name, sequences, rng, helpers, dtype, options=None, **laye
     """The cell ``name`` (with the cell arguments ``options``) under both
     paths, with the same random weights and dropout seeds: ``(fused, generic)``."""
     layers = []
+    cell_class = krc.get_cell(name)
+    # a linear recurrence (MinGRU, MinLSTM, QRNN) refuses recurrent dropout
+    linear = issubclass(cell_class, krc.LinearRecurrenceCell)
+    recurrent = {} if linear else {"recurrent_dropout": DROPOUT, "recurrent_dropconnect": DROPOUT}
     for implementation in ("fused", "generic"):
-        cell = krc.get_cell(name)(
+        cell = cell_class(
             UNITS,
             dropout=DROPOUT,
-            recurrent_dropout=DROPOUT,
-            recurrent_dropconnect=DROPOUT,
             seed=SEED,
             dtype=dtype,
+            **recurrent,
             **(options or {}),
         )
         layer = krc.RNN(cell, implementation=implementation, dtype=dtype, **layer_kwargs)

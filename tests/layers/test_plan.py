@@ -53,6 +53,10 @@ REGISTERED = {
     "lstm_no_input_gate": ([(ALL, 0, [(0, 3, 0), (3, 6, 1), (6, 9, 2)])], (0,)),
     "lstm_no_output_gate": ([(ALL, 0, [(0, 3, 0), (3, 6, 1), (6, 9, 2)])], (0,)),
     "mgu": ([((0, 3), 0, [(0, 3, 0)]), ((3, 6), None, [(0, 3, 1)])], ()),  # (f ⊙ h) U_h
+    # the linear recurrences: no recurrent product
+    "min_gru": ([], ()),
+    "min_lstm": ([], ()),
+    "qrnn": ([], ()),
     # multiplicative integration: α ⊙ Wx ⊙ Uh + β₁ ⊙ Uh + ...: no part only added
     "mi_gru": ([(ALL, 0, [(0, 3, None), (3, 6, None), (6, 9, None)])], ()),
     "mi_lstm": ([(ALL, 0, [(0, 3, None), (3, 6, None), (6, 9, None), (9, 12, None)])], ()),
