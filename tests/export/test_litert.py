@@ -231,6 +231,7 @@ def test_the_cli_exports_litert_beside_the_other_formats(tmp_path):
     np.testing.assert_allclose(found["output_0"], model.predict(x, verbose=0), atol=1e-5)
 
 
+@pytest.mark.slow  # a child process per block, each exporting and checking (about 30 s)
 @pytest.mark.parametrize("section", ["### On phones: LiteRT", "### Streaming: one frame"])
 def test_the_readme_litert_blocks_run_as_written(section, tmp_path):
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
