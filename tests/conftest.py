@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -231,12 +232,67 @@ def require_data_fixture() -> Callable[[str], Path]:
 TOOLS = Path(__file__).parent / "tools"
 
 
+class ToolServers:
+    """One long-lived ``tests/tools/<script> --serve`` child per script (see
+    tests/tools/serve_requests.py): a request costs the tool's imports
+    (TensorFlow's: seconds) once per test worker, not once per call. A child
+    that dies (a crash of the artifact it ran) fails the request that killed
+    it with its stderr's tail, and the next request starts a new one."""
+
+    def __init__(self) -> None:
+        self.children: dict[str, tuple[subprocess.Popen, Path]] = {}
+        self.lock = threading.Lock()  # one request at a time (tests may call from threads)
+
+    def run(self, script: str, request: Path) -> None:
+        with self.lock:
+            self.run_one(script, request)
+
+    def run_one(self, script: str, request: Path) -> None:
+        child, log = self.children.get(script, (None, None))
+        if child is None or child.poll() is not None:
+            log = request.parent / f"{Path(script).stem}.stderr"
+            with open(log, "wb") as stderr:
+                child = subprocess.Popen(
+                    [sys.executable, os.fspath(TOOLS / script), "--serve"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                    text=True,
+                    env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+                )
+            self.children[script] = child, log
+        try:
+            child.stdin.write(f"{os.fspath(request.resolve())}\n")
+            child.stdin.flush()
+            answer = child.stdout.readline()
+        except BrokenPipeError:
+            answer = ""
+        if answer.strip() != "done":
+            code = child.wait()
+            del self.children[script]
+            tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
+            raise AssertionError(f"{script} exited {code}:\n{tail}")
+
+    def close(self) -> None:
+        for child, _ in self.children.values():
+            child.stdin.close()
+            child.wait()
+        self.children.clear()
+
+
+TOOL_SERVERS = ToolServers()
+
+
 def run_jobs_in_child(
-    script: str, jobs: Sequence[tuple[Path, dict[str, Any]]], workdir: Path
+    script: str,
+    jobs: Sequence[tuple[Path, dict[str, Any]]],
+    workdir: Path,
+    persistent: bool = False,
 ) -> list[dict[str, np.ndarray] | str]:
     """Runs ``tests/tools/<script>`` on a request of ``(artifact, inputs)``
     jobs (inputs as ``.npz``, or ``.json`` where they are lists of str) in one
-    child process. Returns per job the outputs by name, or the one-line error
+    child process (with ``persistent``, the worker's long-lived one,
+    `ToolServers`). Returns per job the outputs by name, or the one-line error
     the artifact raised; the child's crash (a segfault, say) fails the test."""
     workdir.mkdir(parents=True, exist_ok=True)
     request = []
@@ -253,13 +309,16 @@ def run_jobs_in_child(
             | {"outputs": outputs}
         )
     (workdir / "request.json").write_text(json.dumps(request), encoding="utf-8")
-    child = subprocess.run(
-        [sys.executable, os.fspath(TOOLS / script), os.fspath(workdir / "request.json")],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
-    assert child.returncode == 0, f"{script} exited {child.returncode}:\n{child.stderr[-3000:]}"
+    if persistent:
+        TOOL_SERVERS.run(script, workdir / "request.json")
+    else:
+        child = subprocess.run(
+            [sys.executable, os.fspath(TOOLS / script), os.fspath(workdir / "request.json")],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        )
+        assert child.returncode == 0, f"{script} exited {child.returncode}:\n{child.stderr[-3000:]}"
     results: list[dict[str, np.ndarray] | str] = []
     for job in request:
         error = Path(job["outputs"] + ".error")
@@ -272,12 +331,20 @@ def run_jobs_in_child(
 
 
 @pytest.fixture(scope="session")
-def serve_like_tf_serving() -> Callable:
+def tool_servers():
+    """The worker's long-lived tool children, stopped at the session's end."""
+    yield TOOL_SERVERS
+    TOOL_SERVERS.close()
+
+
+@pytest.fixture(scope="session")
+def serve_like_tf_serving(tool_servers) -> Callable:
     """``(SavedModel directories and inputs, workdir) -> outputs or errors``, run
     as a stock ``tensorflow_model_server`` runs them (tests/tools/stock_server.py:
     XLA JIT disabled, keras_rnncells not importable, tf-text ops linked, the
-    session loader)."""
-    return partial(run_jobs_in_child, "stock_server.py")
+    session loader), in the worker's long-lived server process (as a model
+    server serves many models), each request from no model loaded."""
+    return partial(run_jobs_in_child, "stock_server.py", persistent=True)
 
 
 @pytest.fixture(scope="session")
@@ -287,11 +354,11 @@ def stream_in_child() -> Callable:
 
 
 @pytest.fixture(scope="session")
-def run_onnx_in_child() -> Callable:
+def run_onnx_in_child(tool_servers) -> Callable:
     """``(ONNX files and inputs, workdir) -> outputs or errors``, run by
     onnxruntime with the extensions in a process without TensorFlow
-    (tests/tools/onnx_runner.py)."""
-    return partial(run_jobs_in_child, "onnx_runner.py")
+    (tests/tools/onnx_runner.py), the worker's long-lived one."""
+    return partial(run_jobs_in_child, "onnx_runner.py", persistent=True)
 
 
 # -- the applications, tiny ----------------------------------------------------------

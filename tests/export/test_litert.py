@@ -13,7 +13,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -229,18 +228,6 @@ def test_the_cli_exports_litert_beside_the_other_formats(tmp_path):
         tmp_path / "exports/litert/frames/1" / MODEL_FILE, {"frames": x}, tmp_path
     )
     np.testing.assert_allclose(found["output_0"], model.predict(x, verbose=0), atol=1e-5)
-
-
-@pytest.mark.parametrize("section", ["## On phones: LiteRT", "## Streaming: one frame"])
-def test_the_docs_litert_blocks_run_as_written(section, tmp_path):
-    page = Path(__file__).parents[2] / "docs" / "litert-and-streaming.md"
-    text = page.read_text(encoding="utf-8")
-    block = text.split(section, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
-    done = subprocess.run(
-        [sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert list(tmp_path.glob("export/litert/*/1/model.tflite"))
 
 
 def test_an_app_on_a_phone_tokenizes_in_python_and_runs_the_ids(tmp_path, tiny_app_models):

@@ -4,8 +4,10 @@ loader), manifests, versions, the cuDNN scan, ``saved_model_cli run``, bad
 serving input and gRPC ``PredictRequest``s (built and parsed only: no TF
 Serving server runs here).
 
-Every cell and a text model are exported once (``exported``), checked in one
-fresh process; the tests read those artifacts."""
+GRU, LSTM, MGU, SimpleRNN and a text model are exported once (``exported``),
+checked in one fresh process; the tests read those artifacts. Every other
+registered cell is exported and checked the same way in the slow run (one
+SavedModel a cell is most of this module's time)."""
 
 from __future__ import annotations
 
@@ -34,16 +36,21 @@ from keras_rnncells.seq2seq import TextSeq2Seq
 from keras_rnncells.text import CharTokenizer
 
 UNITS = 4  # = the input size, which the MUT cells require
+# The cells exported in the default run (the tests below read GRU and SimpleRNN);
+# `test_every_other_cell_serves_in_a_fresh_process` (slow) exports the rest.
+DEFAULT_CELLS = ("gru", "lstm", "mgu", "simple")
+
+
+def cell_servables(cells) -> dict:
+    return {cell: recurrent_layer_servable(cell, units=UNITS, input_dim=UNITS) for cell in cells}
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    """(export root, servables by key, version directories by key): every
-    registered cell's layer and an untrained text model (strings in and out,
-    its examples hold an empty string), written and checked together."""
-    servables = {
-        cell: recurrent_layer_servable(cell, units=UNITS, input_dim=UNITS) for cell in list_cells()
-    }
+    """(export root, servables by key, version directories by key): the layers
+    of `DEFAULT_CELLS` and an untrained text model (strings in and out, its
+    examples hold an empty string), written and checked together."""
+    servables = cell_servables(DEFAULT_CELLS)
     text_model = TextSeq2Seq.from_tokenizers(
         CharTokenizer.from_corpus(["nov 21, 2026"]),
         CharTokenizer.from_corpus(["0123456789-"]),
@@ -58,9 +65,10 @@ def exported(tmp_path_factory):
     return root, servables, dict(zip(servables, paths))
 
 
-def test_every_cell_serves_in_a_fresh_process(exported):
-    root, servables, paths = exported
-    for cell in list_cells():
+def assert_cells_served(cells, root, servables, paths) -> None:
+    """Each cell's export: TF Serving's layout, no staging left, a manifest
+    naming it, and parity with this process in the fresh one, by every loader."""
+    for cell in cells:
         path = paths[cell]
         assert path == root / f"rnn-{cell}" / "1"
         assert (path / "saved_model.pb").is_file() and (path / "variables").is_dir()
@@ -86,6 +94,20 @@ def test_every_cell_serves_in_a_fresh_process(exported):
             assert set(outputs) == {"last", "outputs"}
             for name, report in outputs.items():
                 assert report["max_abs_error"] < 1e-5, (cell, loader, name)
+
+
+def test_the_default_cells_serve_in_a_fresh_process(exported):
+    root, servables, paths = exported
+    assert_cells_served(DEFAULT_CELLS, root, servables, paths)
+
+
+@pytest.mark.slow  # a SavedModel of each of the other cells, checked (about 40 s)
+def test_every_other_cell_serves_in_a_fresh_process(tmp_path):
+    others = [cell for cell in list_cells() if cell not in DEFAULT_CELLS]
+    assert others, "every registered cell is a default one"
+    servables = cell_servables(others)
+    paths = dict(zip(servables, write_saved_models(list(servables.values()), tmp_path)))
+    assert_cells_served(others, tmp_path, servables, paths)
 
 
 def test_text_servable_strings_in_and_out(exported):

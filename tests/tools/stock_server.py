@@ -8,7 +8,8 @@ loader (restore op, then the signature's tensors fed and fetched in one
 session for every request to it) and never imports Python code of the
 model's author.
 
-Usage: ``python stock_server.py REQUEST.json``, where the request is a list of
+Usage: ``python stock_server.py REQUEST.json`` (or ``--serve``: requests named on
+stdin, see serve_requests.py), where the request is a list of
 ``{"artifact", "inputs", "outputs"}`` (``artifact`` a version directory,
 ``inputs`` an ``.npz`` by input name, or ``.json`` for string inputs: lists
 of str, sent as UTF-8; ``outputs`` the ``.npz`` to write by output name;
@@ -38,6 +39,13 @@ ctypes.CDLL(
 sessions = {}  # version directory -> (session, signature): loaded once, as the server does
 
 
+def reset():
+    """Forgets every loaded version directory (a request starts from none)."""
+    for session, _ in sessions.values():
+        session.close()
+    sessions.clear()
+
+
 def serve(directory, inputs):
     if directory not in sessions:
         session = tf.compat.v1.Session(graph=tf.Graph())
@@ -51,21 +59,30 @@ def serve(directory, inputs):
     return {n: v.astype(bytes) if v.dtype == object else v for n, v in zip(names, values)}
 
 
-for job in json.load(open(sys.argv[1], encoding="utf-8")):
-    if job["inputs"].endswith(".json"):  # lists of str, kept whole (a NUL at the end too)
-        texts = json.load(open(job["inputs"], encoding="utf-8"))
-        inputs = {
-            k: np.array([t.encode("utf-8") for t in v], dtype=object) for k, v in texts.items()
-        }
-    else:
-        with np.load(job["inputs"]) as loaded:
-            inputs = dict(loaded)
-    started = time.perf_counter()
-    try:
-        outputs = serve(job["artifact"], inputs)
-    except tf.errors.OpError as error:
-        refused = {"error": " ".join(error.message.split())[:2000]}
-        with open(job["outputs"] + ".error", "w", encoding="utf-8") as file:
-            json.dump({**refused, "seconds": time.perf_counter() - started}, file)
-        continue
-    np.savez(job["outputs"], **outputs)
+def run_request(path):
+    """Serves each job of the request file ``path``."""
+    for job in json.load(open(path, encoding="utf-8")):
+        if job["inputs"].endswith(".json"):  # lists of str, kept whole (a NUL at the end too)
+            texts = json.load(open(job["inputs"], encoding="utf-8"))
+            inputs = {
+                k: np.array([t.encode("utf-8") for t in v], dtype=object) for k, v in texts.items()
+            }
+        else:
+            with np.load(job["inputs"]) as loaded:
+                inputs = dict(loaded)
+        started = time.perf_counter()
+        try:
+            outputs = serve(job["artifact"], inputs)
+        except tf.errors.OpError as error:
+            refused = {"error": " ".join(error.message.split())[:2000]}
+            with open(job["outputs"] + ".error", "w", encoding="utf-8") as file:
+                json.dump({**refused, "seconds": time.perf_counter() - started}, file)
+            continue
+        np.savez(job["outputs"], **outputs)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from serve_requests import main
+
+    main(run_request, reset)
