@@ -289,7 +289,9 @@ class RNN(keras.layers.RNN):
         """The execution path this layer takes: cudnn, scan, fused or generic.
         ``auto`` takes scan for a cell that can (``cell.scan_ineligibility()``
         is None) where the fused loop would be portable (inference graphs,
-        ``portable()``: faster there in benchmarks/scan.py), and the fused
+        ``portable()``: faster there in benchmarks/scan.py) and the length is
+        known (`inner_loop`; an export's unknown length takes the portable
+        loop, which every exporter converts), and the fused
         loop where it would be XLA-compiled (training steps, eager calls,
         ``compiled_inference()``: faster there on CPUs), and in LiteRT's
         tracing (``portable_loop.scattering()``). A
@@ -417,8 +419,10 @@ class RNN(keras.layers.RNN):
         ]
         mask = None if mask is None else ops.cast(mask, "bool")
         args = (sequences, initial_state, mask, training)
-        if path == "scan":
+        if path == "scan" and (self.implementation == "scan" or sequences.shape[1] is not None):
             return self.scan_loop(*args)
+        if path == "scan":  # auto at an unknown length (an export): the portable loop
+            return self.fused_loop(*args)
         if path == "fused":
             return self.fused_loop(*args)
         if mask is None or self.implementation == "cudnn":
