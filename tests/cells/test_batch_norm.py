@@ -237,11 +237,13 @@ def test_bad_arguments_raise_one_line(build, argument):
     assert "\n" not in str(error.value)
 
 
-def test_reestimate_averages_each_batchs_statistics_per_step(rng, helpers):
+def test_reestimate_measures_the_batches_read_as_one_at_each_step(rng, helpers):
     """Two batches of 5 steps, statistics steps T_max = 7: each average
-    becomes the mean of the two batches' statistics at its step (the NumPy
-    reference with momentum 0), steps 5 and 6, which no batch reaches, keep
-    theirs; the weights and the momentum are left as they were."""
+    becomes the statistics at its step of the two batches' rows read as one
+    batch (the NumPy reference with momentum 0 on all the rows, every step
+    normalized with all the rows' statistics); steps 5 and 6, which no row
+    reaches, keep theirs; the weights and the momentum are left as they
+    were."""
     cell = krc.LSTMCell(UNITS, batch_norm=True, batch_norm_steps=7)
     layer = bn_layer(cell, rng, helpers, implementation="generic")
     model = keras.Sequential([keras.Input((STEPS, FEATURES)), layer])
@@ -250,13 +252,10 @@ def test_reestimate_averages_each_batchs_statistics_per_step(rng, helpers):
     before = moving_statistics(cell)
     weights = [w.astype("float64") for w in layer.get_weights()[:7]]
     batches = rng.normal(size=(2, BATCH, STEPS, FEATURES))
-    expected = {side: [np.zeros_like(m), np.zeros_like(v)] for side, (m, v) in before.items()}
-    for x in batches:
-        moving = moving_statistics(cell)
-        lstm_reference(x, weights, 7, moving, training=True, momentum=0.0)
-        for side, pair in moving.items():
-            for total, value in zip(expected[side], pair):
-                total += value / len(batches)
+    expected = moving_statistics(cell)
+    lstm_reference(
+        batches.reshape(-1, STEPS, FEATURES), weights, 7, expected, training=True, momentum=0.0
+    )
     trainable = [w.numpy() for w in cell.trainable_weights]
     dataset = tf.data.Dataset.from_tensor_slices(
         (batches.astype("float32"), np.zeros((2, BATCH, 1), "float32"))
@@ -277,6 +276,33 @@ def test_reestimate_averages_each_batchs_statistics_per_step(rng, helpers):
     assert cell.batch_norm_momentum == 0.99
 
 
+def test_reestimate_pads_shorter_batches_at_the_end(rng, helpers):
+    """A batch of 3 steps and one of 5: the statistics are those of the
+    3-step rows padded with zeros to 5 steps (as a padded batch is) and
+    read with the 5-step rows (the NumPy reference on the padded rows)."""
+    cell = krc.LSTMCell(UNITS, batch_norm=True, batch_norm_steps=7)
+    layer = bn_layer(cell, rng, helpers, implementation="generic")
+    model = keras.Sequential([keras.Input((None, FEATURES)), layer])
+    short = rng.normal(size=(BATCH, 3, FEATURES)).astype("float32")
+    long = rng.normal(size=(BATCH, STEPS, FEATURES)).astype("float32")
+    padded = np.concatenate([short, np.zeros((BATCH, STEPS - 3, FEATURES), "float32")], axis=1)
+    expected = moving_statistics(cell)
+    weights = [w.astype("float64") for w in layer.get_weights()[:7]]
+    rows = np.concatenate([padded, long]).astype("float64")
+    lstm_reference(rows, weights, 7, expected, training=True, momentum=0.0)
+    dataset = tf.data.Dataset.from_generator(
+        lambda: iter([short, long]), output_signature=tf.TensorSpec((None, None, FEATURES))
+    )
+    assert krc.reestimate_batch_norm(model, dataset) == 2
+    for side, (mean, variance) in moving_statistics(cell).items():
+        helpers.assert_all_close(
+            [mean[:STEPS], variance[:STEPS]],
+            [expected[side][0][:STEPS], expected[side][1][:STEPS]],
+            tol=1e-4,
+            what=f"{side} re-estimated",
+        )
+
+
 def test_reestimate_refuses_a_model_without_batch_norm():
     model = keras.Sequential([keras.Input((STEPS, FEATURES)), krc.GRU(UNITS)])
     dataset = tf.data.Dataset.from_tensors(np.zeros((1, STEPS, FEATURES), "float32"))
@@ -284,3 +310,13 @@ def test_reestimate_refuses_a_model_without_batch_norm():
         krc.reestimate_batch_norm(model, dataset)
     with pytest.raises(ValueError, match=r"^Argument `batches`"):
         krc.reestimate_batch_norm(model, dataset, batches=0)
+
+
+def test_reestimate_refuses_a_stateful_model():
+    """A stateful layer's batch size is fixed: the rows read as one batch
+    cannot go through it; the error says to re-estimate a stateless copy."""
+    layer = krc.RNN(krc.LSTMCell(UNITS, batch_norm=True), stateful=True)
+    model = keras.Sequential([keras.Input((STEPS, FEATURES), batch_size=BATCH), layer])
+    dataset = tf.data.Dataset.from_tensors(np.zeros((BATCH, STEPS, FEATURES), "float32"))
+    with pytest.raises(ValueError, match=r"^Argument `model` must be stateless.*stateless copy$"):
+        krc.reestimate_batch_norm(model, dataset)
