@@ -40,6 +40,9 @@ REFERENCES = ("gru", "lstm")
 # Predicting the constant 1 (the target's mean) on the adding problem: the
 # variance of a sum of two U[0, 1] values, 2/12.
 ADDING_BASELINE = 1 / 6
+# A mean test MSE that has learned past that baseline: its estimate on 1000
+# test sequences has a standard error of 0.006 (sd of (y - 1)² is 0.197).
+LEARNED_MSE = 0.15
 # A scan cell "matches" a reference when its mean error (1 - accuracy, or
 # MSE) is at most this factor of the better reference's.
 MATCH = 1.1
@@ -84,7 +87,7 @@ def rows_of(quick: bool) -> dict[str, Row]:
         mnist_cells, ptb_cells = ("mgu", "min_gru"), ("gru", "min_gru")
     else:
         seeds, cells = (0, 1, 2), (*REFERENCES, *SCAN_CELLS)
-        add = [adding(200, 20, 2000, cells, seeds), adding(750, 6, 800, cells, seeds)]
+        add = [adding(200, 20, 2000, cells, seeds), adding(750, 3, 800, cells, seeds)]
         logic = {"epochs": 10}  # the task's 8 units, embedding 8, 1000 examples, 1e-2
         mnist = {"epochs": 3, "limit": 2000}  # the task's 100 units, batch 100
         ptb = {"units": 200, "embedding_dim": 200, "layers": 1, "epochs": 2, "limit": 40000}
@@ -235,13 +238,13 @@ def match_verdict(row: Row, results: dict, means: dict) -> tuple[str, list[str]]
             "so the comparison shows nothing about the claim."
         )
     if row.task == "adding":
-        learned = [cell for cell in results if means[cell] < ADDING_BASELINE]
+        learned = [f"{c} {fmt(means[c])}" for c in results if means[c] < LEARNED_MSE]
         lines.append(
-            "Mean test MSE below the constant-1 baseline (1/6 = 0.167): "
-            + (", ".join(learned) if learned else "none")
-            + "."
+            f"Learned past the constant-1 baseline (1/6 = 0.167; a mean test MSE below "
+            f"{LEARNED_MSE}, the baseline's estimate on 1000 test sequences having a standard "
+            "error of 0.006): " + (", ".join(learned) if learned else "none") + "."
         )
-        if means[best] >= ADDING_BASELINE:
+        if means[best] >= LEARNED_MSE:
             met = False
             lines.append(
                 "No reference learned past the baseline at this budget, so the comparison "
@@ -372,7 +375,7 @@ def comparison_section(row: Row, results: dict) -> list[str]:
             f"(`--train-size {flags['train_size']} --limit {flags['limit']}`), T = "
             f"{flags['length']} (`--length`), {flags['epochs']} epochs of batch "
             f"{flags['batch_size']} ({flags['epochs'] * -(-flags['limit'] // flags['batch_size'])}"
-            " updates), {flags['units']} units a direction (the task's bidirectional layer), "
+            f" updates), {flags['units']} units a direction (the task's bidirectional layer), "
             f"Adam {flags['learning_rate']} (our choice for a small budget, set before the "
             "runs, not tuned), clipnorm 1."
         )
@@ -386,7 +389,8 @@ def comparison_section(row: Row, results: dict) -> list[str]:
         scale = (
             f"Scale: {seeds}; the task's defaults (8 units, embedding 8, 1000 training "
             f"formulas of 5-10 gates, test 11-20, batch 32, Adam 1e-2) for {flags['epochs']} "
-            "epochs (the default is 30)."
+            "epochs (the default is 30). About half the test formulas are true (49-51% for "
+            "seeds 0-2): chance is 0.5."
         )
     return [
         title,
