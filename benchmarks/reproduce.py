@@ -914,6 +914,7 @@ SCRIPTED_EXPERIMENTS: tuple[ScriptedExperiment, ...] = (
     ScriptedExperiment("ptb_char_words", "char_words.py"),
     ScriptedExperiment("ptb_chars", "ptb_chars.py"),
     ScriptedExperiment("scan_cells", "scan.py"),
+    ScriptedExperiment("scan_claims", "scan_claims.py"),
 )
 
 EVERY = (*EXPERIMENTS, *SENTIMENT_EXPERIMENTS, *SCRIPTED_EXPERIMENTS)

@@ -83,6 +83,8 @@ class Settings:
     model: str = "rnn"  # one of MODELS
     shape: str = "chain"  # logic: formulas as chains or random trees (its `shape` option)
     max_length: int | None = None  # text tasks: tokens kept per text (None: the task's default)
+    # adding: every sequence's length T (None: the task's default, T drawn from 50-55)
+    length: int | None = None
     seed: int = 0
     limit: int | None = None
     # generated tasks: training examples to generate (None: the task's own number)
@@ -148,6 +150,13 @@ GENERATED_FLAGS = (
         positive_int,
         metavar="N",
     ),
+)
+LENGTH = Flag(
+    "length",
+    "adding: every sequence has T = N steps, the two marked values one in each half "
+    "(default: T drawn from 50-55 per sequence; at least 2)",
+    positive_int,
+    metavar="N",
 )
 TEXT_CLASSIFICATION_FLAGS = (
     Flag(
@@ -230,8 +239,8 @@ TASK_DEFAULTS: dict[str, TaskDefaults] = {
         Settings(units=100, bidirectional=True, epochs=50, batch_size=100),
         "MGU paper (Zhou et al. 2016), adding problem: bidirectional, 100 hidden units; "
         f"optimizer, learning rate, batch and epochs: {OURS}",
-        "adding problem, T 50-55: regress the sum of two marked values (MSE)",
-        flags=GENERATED_FLAGS,
+        "adding problem, T 50-55 (--length sets it): regress the sum of two marked values (MSE)",
+        flags=(*GENERATED_FLAGS, LENGTH),
     ),
     "logic": TaskDefaults(
         Settings(units=8, embedding_dim=8, epochs=30, batch_size=32, learning_rate=1e-2),

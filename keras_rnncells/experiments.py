@@ -182,6 +182,7 @@ def task_settings(task: str, **overrides: Any) -> Settings:
     for name in ("limit", "train_size", "patience", "max_length"):
         if getattr(settings, name) is not None:
             check_positive_int(name, getattr(settings, name))
+    check_length(task, settings.length)
     check_choice("optimizer", settings.optimizer, OPTIMIZERS)
     check_choice("softmax", settings.softmax, SOFTMAXES)
     check_choice("sampler", settings.sampler, SAMPLERS)
@@ -216,6 +217,18 @@ def task_settings(task: str, **overrides: Any) -> Settings:
     for name in PENALTIES:
         check_beta(getattr(settings, name), name)
     return settings
+
+
+def check_length(task: str, length: int | None) -> None:
+    """A ValueError unless ``length`` is None or a sequence length of at
+    least 2 for a task that reads it (the adding problem)."""
+    if length is None:
+        return
+    if "length" not in task_flag_names(task):
+        raise ValueError(
+            f"Argument `length` applies to the adding task, not to {task!r}, received: {length!r}"
+        )
+    check_integer("length", length, 2)
 
 
 # -- the model ----------------------------------------------------------------------
@@ -605,6 +618,7 @@ def train_task(
     decay_after: int | None = None,
     patience: int | None = None,
     max_length: int | None = None,
+    length: int | None = None,
     softmax: str | None = None,
     sampler: str | None = None,
     num_sampled: int | None = None,
@@ -646,6 +660,7 @@ def train_task(
         decay_after=decay_after,
         patience=patience,
         max_length=max_length,
+        length=length,
         softmax=softmax,
         sampler=sampler,
         num_sampled=num_sampled,
@@ -698,6 +713,7 @@ def task_data(task_name: str, settings: Settings, strategy: tf.distribute.Strate
         **task_sizes(task_name, settings),
         **({"shape": settings.shape} if "shape" in task_options(task_name) else {}),
         **({"max_length": settings.max_length} if settings.max_length is not None else {}),
+        **({"steps": (settings.length, settings.length)} if settings.length is not None else {}),
     )
     model_options = (
         "layers",
