@@ -21,9 +21,9 @@ printed with its reason.
 
 ``% peak``: the layer's matmul FLOPs (the input product ``2·B·T·in·cols``;
 for a GRU also the recurrent products ``2·B·T·units·3·units``; 3x that for a
-training step) over its time, against the float32 matmul peak measured in the
-same run (one 2048-square ``tf.matmul`` under XLA, best of 5, measured at
-each T; the best of the run is the peak). The input product alone is timed
+training step) over its median time, against the float32 matmul peak: one
+2048-square ``tf.matmul`` under XLA timed in the same rounds (its median), so
+both see the same load. The input product alone is timed
 as the cell computes it (``cell.project_inputs`` on the whole time-major
 sequence, under XLA), interleaved with the rest.
 
@@ -163,13 +163,16 @@ def timed(function: Callable, x: tf.Tensor) -> float:
     return 1e3 * (time.perf_counter() - start)
 
 
-def matmul_peak(size: int = 2048, repeats: int = 5) -> float:
-    """GFLOP/s of one ``size``-square float32 matmul under XLA (best of ``repeats``)."""
+PEAK = "matmul peak"
+
+
+def matmul_peak(size: int) -> tuple[Callable, int]:
+    """One ``size``-square float32 matmul under XLA, as a function of the
+    (ignored) sequence so it is timed in the rounds beside the layers, and
+    its FLOPs."""
     a = tf.random.normal((size, size))
     product = tf.function(lambda a: tf.matmul(a, a), jit_compile=True)
-    product(a).numpy()
-    best = min(timed(product, a) for _ in range(repeats))
-    return 2 * size**3 / (best * 1e6)
+    return (lambda x: product(a)), 2 * size**3
 
 
 def skip_reason(label: str, length: int, previous: dict, max_step_s: float) -> str | None:
@@ -198,7 +201,7 @@ def measure(
     previous: dict[str, tuple[int, float]] = {}
     order = random.Random(0)
     for length in steps:
-        peaks.append(matmul_peak(128 if shape["batch"] < 8 else 2048))
+        peak_function, peak_flops = matmul_peak(128 if shape["batch"] < 8 else 2048)
         x = tf.random.stateless_normal((shape["batch"], length, shape["input"]), seed=(1, length))
         built: dict[str, tuple[Callable, ...]] = {}
         for label, make in layers(shape["units"]).items():
@@ -213,6 +216,7 @@ def measure(
             built[label] = functions(make(), x)
         for name in (*SCAN_CELLS, "GRU"):
             built[f"input product ({name})"] = (input_product(name, shape),)
+        built[PEAK] = (peak_function,)
         for _ in range(2):  # trace, then an untimed round: some second calls compile
             for pair in built.values():
                 for function in pair:
@@ -227,6 +231,8 @@ def measure(
                     times[label][kind].append(timed(function, x))
         medians = {label: [statistics.median(t) for t in kinds] for label, kinds in times.items()}
         reference = medians[REFERENCE]
+        peak = peak_flops / (medians.pop(PEAK)[0] * 1e6)
+        peaks.append(peak)
         for label, values in medians.items():
             if label.startswith("input product"):
                 name = label[len("input product (") : -1]
@@ -238,6 +244,7 @@ def measure(
                         "columns": BLOCKS[name] * shape["units"],
                         "ms": values[0],
                         "gflops": flops / (values[0] * 1e6),
+                        "pct_peak": 100 * flops / (values[0] * 1e6) / peak,
                     }
                 )
                 continue
@@ -254,6 +261,8 @@ def measure(
                     "train_vs_gru": train / reference[1],
                     "fwd_gflops": flops / (fwd * 1e6),
                     "train_gflops": 3 * flops / (train * 1e6),
+                    "fwd_pct_peak": 100 * flops / (fwd * 1e6) / peak,
+                    "train_pct_peak": 100 * 3 * flops / (train * 1e6) / peak,
                 }
             )
             print(
@@ -273,11 +282,6 @@ def measure(
             "repeats": [args.repeats, args.long_repeats],
             "memory": memory,
         }
-        for row in rows:
-            row["fwd_pct_peak"] = 100 * row["fwd_gflops"] / result["peak_gflops"]
-            row["train_pct_peak"] = 100 * row["train_gflops"] / result["peak_gflops"]
-        for row in products:
-            row["pct_peak"] = 100 * row["gflops"] / result["peak_gflops"]
         if args.out:
             args.out.mkdir(parents=True, exist_ok=True)
             write_json(args.out / "partial.json", result)
@@ -549,10 +553,11 @@ def section(result: dict, memory: list[dict], argv: Sequence[str]) -> str:
             f"units, float32; medians of {result['repeats'][0]} rounds below T={LONG} and "
             f"{result['repeats'][1]} from T={LONG} on (each round every function once, in a "
             "shuffled order, after a tracing call and an untimed round); ratios against our "
-            f"GRU in the same run. Matmul peak {result['peak_gflops']:.0f} GFLOP/s (one "
-            "2048-square float32 tf.matmul under XLA, best of 5, measured at each T: "
+            "GRU in the same run. Matmul peak: one 2048-square float32 tf.matmul under XLA, "
+            "timed in the same rounds (its median) at each T, GFLOP/s: "
             + ", ".join(f"{p:.0f}" for p in result["peaks_gflops"])
-            + "). % matmul peak counts the input product's FLOPs (and a GRU's recurrent "
+            + "; each % is against its own T's. % matmul peak counts the input product's "
+            "FLOPs (and a GRU's recurrent "
             "ones), 3x for a training step. Forward: an inference graph (no XLA); train: "
             "forward, MSE, backward, Adam in one tf.function. Peak memory: a child process "
             "per case (glibc malloc returning freed blocks over 64 KiB), its peak RSS (VmHWM) "
