@@ -11,21 +11,20 @@ import importlib
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-import keras
-from keras import activations, constraints, initializers, ops, regularizers
+from keras import activations, ops
 
-from keras_rnncells.cells.base import AbstractRNNCell, activation_name, as_state_list
+from keras_rnncells.cells.base import activation_name, as_state_list
 from keras_rnncells.cells.batch_norm import STEP_INDEX_SIZE, RecurrentBatchNorm
 from keras_rnncells.cells.context import StepContext, Tensor
+from keras_rnncells.cells.dense_weights import DenseWeightsCell
 from keras_rnncells.cells.projection import (
     Columns,
-    in_float32,
     input_product,
     layer_normalize,
     project_blocks,
     select_columns,
 )
-from keras_rnncells.checks import check_keras_object, check_positive_int, set_keras_objects
+from keras_rnncells.checks import check_keras_object
 
 
 def stepping_class(cls: type) -> type:
@@ -39,9 +38,11 @@ def steps_through_combine(cls: type) -> bool:
     return bool(vars(stepping_class(cls)).get("uses_combine", False))
 
 
-class DenseGatesCell(RecurrentBatchNorm, AbstractRNNCell):
+class DenseGatesCell(RecurrentBatchNorm, DenseWeightsCell):
     """A cell whose weights are one ``kernel``, ``recurrent_kernel`` and ``bias``
     with ``len(blocks)`` column blocks of ``units`` each (DESIGN.md's layout).
+    The options of ``kernel`` and ``bias`` are `DenseWeightsCell`'s; this
+    class adds the ``recurrent_*`` ones (initializer, regularizer, constraint).
 
     ``project_inputs`` is ``x @ kernel + bias`` split into the blocks;
     subclasses write ``step`` and list their blocks in ``blocks``.
@@ -75,31 +76,21 @@ class DenseGatesCell(RecurrentBatchNorm, AbstractRNNCell):
     refuses a cell whose ``step`` comes from a class without it.
     """
 
-    blocks: tuple[str, ...] = ()
     uses_combine: ClassVar[bool] = False
 
     def __init__(
         self,
         units: int,
-        activation: Any = "tanh",
-        use_bias: bool = True,
-        kernel_initializer: Any = "glorot_uniform",
         recurrent_initializer: Any = "orthogonal",
-        bias_initializer: Any = "zeros",
-        kernel_regularizer: Any = None,
         recurrent_regularizer: Any = None,
-        bias_regularizer: Any = None,
-        kernel_constraint: Any = None,
         recurrent_constraint: Any = None,
-        bias_constraint: Any = None,
         layer_norm: bool = False,
         batch_norm: bool = False,
         batch_norm_steps: int = 100,
         batch_norm_momentum: float = 0.99,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.units = check_positive_int("units", units)
+        super().__init__(units, **kwargs)
         self.layer_norm = bool(layer_norm)
         self.configure_batch_norm(batch_norm, batch_norm_steps, batch_norm_momentum)
         for name in ("layer_norm", "batch_norm"):
@@ -120,19 +111,8 @@ class DenseGatesCell(RecurrentBatchNorm, AbstractRNNCell):
                 f"as `step_state_size` (the step index state is added after them); "
                 f"{type(self).__name__} overrides `state_size`"
             )
-        self.use_bias = bool(use_bias)
-        set_keras_objects(
-            self,
-            activation=(activation, activations.get),
-            kernel_initializer=(kernel_initializer, initializers.get),
-            recurrent_initializer=(recurrent_initializer, initializers.get),
-            bias_initializer=(bias_initializer, initializers.get),
-            kernel_regularizer=(kernel_regularizer, regularizers.get),
-            recurrent_regularizer=(recurrent_regularizer, regularizers.get),
-            bias_regularizer=(bias_regularizer, regularizers.get),
-            kernel_constraint=(kernel_constraint, constraints.get),
-            recurrent_constraint=(recurrent_constraint, constraints.get),
-            bias_constraint=(bias_constraint, constraints.get),
+        self.set_role_options(
+            "recurrent", recurrent_initializer, recurrent_regularizer, recurrent_constraint
         )
 
     @property
@@ -150,15 +130,6 @@ class DenseGatesCell(RecurrentBatchNorm, AbstractRNNCell):
             return sizes
         return [*as_state_list(sizes), STEP_INDEX_SIZE]
 
-    @property
-    def output_size(self) -> int:
-        return self.units
-
-    @property
-    def width(self) -> int:
-        """Number of columns of ``kernel``: one block of ``units`` per gate."""
-        return len(self.blocks) * self.units
-
     def kernel_shape(self, input_dim: int) -> tuple[int, ...]:
         return (input_dim, self.width)
 
@@ -172,13 +143,7 @@ class DenseGatesCell(RecurrentBatchNorm, AbstractRNNCell):
         return self.bias_initializer(shape, dtype=dtype)
 
     def build(self, input_shape: Sequence[int | None]) -> None:
-        input_dim = input_shape[-1]
-        if input_dim is None:
-            raise ValueError(
-                f"{type(self).__name__} needs a known input feature size (last "
-                f"axis), received input shape {tuple(input_shape)}"
-            )
-        self.input_dim = input_dim
+        self.input_dim = input_dim = self.known_input_dim(input_shape)
         self.kernel = self.add_weight_like("kernel", "kernel", self.kernel_shape(input_dim))
         self.recurrent_kernel = self.add_weight_like(
             "recurrent", "recurrent_kernel", self.recurrent_kernel_shape()
@@ -195,23 +160,6 @@ class DenseGatesCell(RecurrentBatchNorm, AbstractRNNCell):
             )
         self.build_batch_norm()
         self.built = True
-
-    def add_weight_like(
-        self, role: str, name: str, shape: tuple, initializer: Any = None
-    ) -> keras.Variable:
-        """A weight named ``name`` initialized, regularized and constrained as
-        ``kernel``, ``recurrent_kernel`` or ``bias`` are (``role``: "kernel",
-        "recurrent" or "bias"); ``initializer`` overrides the role's."""
-        initializer = initializers.get(initializer or getattr(self, f"{role}_initializer"))
-        if keras.backend.standardize_dtype(self.variable_dtype) == "bfloat16":
-            initializer = in_float32(initializer)
-        return self.add_weight(
-            shape=shape,
-            name=name,
-            initializer=initializer,
-            regularizer=getattr(self, f"{role}_regularizer"),
-            constraint=getattr(self, f"{role}_constraint"),
-        )
 
     def add_layer_norm_weights(self, side: str, width: int) -> tuple:
         """The gain (ones) and bias (zeros) of one layer normalization."""
@@ -295,18 +243,7 @@ class DenseGatesCell(RecurrentBatchNorm, AbstractRNNCell):
     def get_config(self) -> dict:
         config = super().get_config()
         config.update(
-            units=self.units,
-            activation=activations.serialize(self.activation),
-            use_bias=self.use_bias,
-            kernel_initializer=initializers.serialize(self.kernel_initializer),
-            recurrent_initializer=initializers.serialize(self.recurrent_initializer),
-            bias_initializer=initializers.serialize(self.bias_initializer),
-            kernel_regularizer=regularizers.serialize(self.kernel_regularizer),
-            recurrent_regularizer=regularizers.serialize(self.recurrent_regularizer),
-            bias_regularizer=regularizers.serialize(self.bias_regularizer),
-            kernel_constraint=constraints.serialize(self.kernel_constraint),
-            recurrent_constraint=constraints.serialize(self.recurrent_constraint),
-            bias_constraint=constraints.serialize(self.bias_constraint),
+            **self.role_config("recurrent"),
             layer_norm=self.layer_norm,
             batch_norm=self.batch_norm,
             batch_norm_steps=self.batch_norm_steps,

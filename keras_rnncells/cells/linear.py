@@ -23,16 +23,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-import keras
-from keras import activations, constraints, initializers, ops, regularizers
+from keras import ops
 
-from keras_rnncells.cells.base import AbstractRNNCell
 from keras_rnncells.cells.context import StepContext, Tensor
-from keras_rnncells.cells.projection import in_float32, project_blocks
-from keras_rnncells.checks import check_positive_int, set_keras_objects
+from keras_rnncells.cells.dense_weights import DenseWeightsCell
+from keras_rnncells.cells.projection import project_blocks
 
 
-class LinearRecurrenceCell(AbstractRNNCell):
+class LinearRecurrenceCell(DenseWeightsCell):
     """A cell whose state advances as ``c_t = a_t ⊙ c_{t-1} + b_t`` with
     ``a_t``, ``b_t`` from the inputs only (module docstring).
 
@@ -40,7 +38,8 @@ class LinearRecurrenceCell(AbstractRNNCell):
     and MinLSTM's ``h~``, QRNN's ``z``); each class sets its default.
 
     Weights: ``kernel`` (input_dim, len(blocks) units) and ``bias``
-    (len(blocks) units,) in column blocks ``blocks``; no recurrent kernel.
+    (len(blocks) units,) in column blocks ``blocks``, with
+    `DenseWeightsCell`'s options; no recurrent kernel.
     ``recurrent_dropout`` and ``recurrent_dropconnect`` are refused: the state
     enters the recurrence through no weight, and dropping it would make the
     coefficients depend on it.
@@ -50,25 +49,12 @@ class LinearRecurrenceCell(AbstractRNNCell):
     can); every cell of this class can.
     """
 
-    blocks: ClassVar[tuple[str, ...]] = ()
     # Kernel rows read by the step before (a window of two steps): 0 or 1.
     window_rows: ClassVar[int] = 0
     default_activation: ClassVar[str] = "linear"
 
-    def __init__(
-        self,
-        units: int,
-        activation: Any = None,
-        use_bias: bool = True,
-        kernel_initializer: Any = "glorot_uniform",
-        bias_initializer: Any = "zeros",
-        kernel_regularizer: Any = None,
-        bias_regularizer: Any = None,
-        kernel_constraint: Any = None,
-        bias_constraint: Any = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, units: int, activation: Any = None, **kwargs: Any) -> None:
+        super().__init__(units, activation=activation or self.default_activation, **kwargs)
         for name in ("recurrent_dropout", "recurrent_dropconnect"):
             if getattr(self, name) > 0:
                 raise ValueError(
@@ -76,62 +62,21 @@ class LinearRecurrenceCell(AbstractRNNCell):
                     "enters the recurrence linearly, through no weight), received: "
                     f"{getattr(self, name)}"
                 )
-        self.units = check_positive_int("units", units)
-        self.use_bias = bool(use_bias)
-        set_keras_objects(
-            self,
-            activation=(activation or self.default_activation, activations.get),
-            kernel_initializer=(kernel_initializer, initializers.get),
-            bias_initializer=(bias_initializer, initializers.get),
-            kernel_regularizer=(kernel_regularizer, regularizers.get),
-            bias_regularizer=(bias_regularizer, regularizers.get),
-            kernel_constraint=(kernel_constraint, constraints.get),
-            bias_constraint=(bias_constraint, constraints.get),
-        )
 
     # -- the contract ------------------------------------------------------------
-    @property
-    def width(self) -> int:
-        """The columns of ``kernel``: one block of ``units`` per name in ``blocks``."""
-        return len(self.blocks) * self.units
-
     @property
     def state_size(self) -> int | list[int]:
         """``units`` (the linear state ``c``), then, for a window of two steps,
         the previous input's product with the window's older kernel rows."""
         return [self.units, self.width] if self.window_rows else self.units
 
-    @property
-    def output_size(self) -> int:
-        return self.units
-
     def build(self, input_shape: Sequence[int | None]) -> None:
-        input_dim = input_shape[-1]
-        if input_dim is None:
-            raise ValueError(
-                f"{type(self).__name__} needs a known input feature size (last "
-                f"axis), received input shape {tuple(input_shape)}"
-            )
-        self.input_dim = input_dim
+        self.input_dim = input_dim = self.known_input_dim(input_shape)
         self.kernel = self.add_weight_like(
-            "kernel", ((1 + self.window_rows) * input_dim, self.width)
+            "kernel", "kernel", ((1 + self.window_rows) * input_dim, self.width)
         )
-        self.bias = self.add_weight_like("bias", (self.width,)) if self.use_bias else None
+        self.bias = self.add_weight_like("bias", "bias", (self.width,)) if self.use_bias else None
         self.built = True
-
-    def add_weight_like(self, role: str, shape: tuple) -> keras.Variable:
-        """The weight ``role`` ("kernel" or "bias") with its initializer,
-        regularizer and constraint."""
-        initializer = getattr(self, f"{role}_initializer")
-        if keras.backend.standardize_dtype(self.variable_dtype) == "bfloat16":
-            initializer = in_float32(initializer)
-        return self.add_weight(
-            shape=shape,
-            name=role,
-            initializer=initializer,
-            regularizer=getattr(self, f"{role}_regularizer"),
-            constraint=getattr(self, f"{role}_constraint"),
-        )
 
     def project_inputs(self, inputs: Tensor) -> tuple:
         """``W x + b`` per block (the kernel's rows of the current step); for a
@@ -175,18 +120,3 @@ class LinearRecurrenceCell(AbstractRNNCell):
     def scan_ineligibility(self) -> str | None:
         """Why ``implementation="scan"`` cannot run this cell; ``None``: it can."""
         return None
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(
-            units=self.units,
-            activation=activations.serialize(self.activation),
-            use_bias=self.use_bias,
-            kernel_initializer=initializers.serialize(self.kernel_initializer),
-            bias_initializer=initializers.serialize(self.bias_initializer),
-            kernel_regularizer=regularizers.serialize(self.kernel_regularizer),
-            bias_regularizer=regularizers.serialize(self.bias_regularizer),
-            kernel_constraint=constraints.serialize(self.kernel_constraint),
-            bias_constraint=constraints.serialize(self.bias_constraint),
-        )
-        return config
