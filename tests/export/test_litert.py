@@ -207,15 +207,20 @@ def test_litert_tracing_keeps_no_tensor_list():
     assert "XlaDynamicUpdateSlice" in {n.op for n in nodes}
 
 
-def test_the_cli_exports_litert_beside_the_other_formats(tmp_path):
+def test_the_cli_exports_litert_beside_the_other_formats(tmp_path, monkeypatch, capsys):
+    """``rnncells export --format all`` (through `main`, in this process: a
+    child would pay TensorFlow's import again), then the console script's
+    ``rnncells verify`` in a child, and the model in LiteRT without TensorFlow."""
+    from keras_rnncells.cli import main
+
     keras.utils.set_random_seed(0)
     inputs = keras.Input((None, 3), name="frames")
     model = keras.Model(inputs, GRU(UNITS, return_sequences=True)(inputs), name="frames")
     model.save(tmp_path / "frames.keras")
-    command = ["rnncells", "export", "frames.keras", "--out", "exports", "--format", "all"]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "litert" in done.stdout and "exports/litert/frames/1/model.tflite" in done.stdout
+    monkeypatch.chdir(tmp_path)
+    main(["export", "frames.keras", "--out", "exports", "--format", "all"])  # raises if it fails
+    printed = capsys.readouterr().out
+    assert "litert" in printed and "exports/litert/frames/1/model.tflite" in printed
     verified = subprocess.run(
         ["rnncells", "verify", "exports/litert/frames/1"],
         cwd=tmp_path,

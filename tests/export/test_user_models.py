@@ -7,7 +7,7 @@
   XLA JIT off, keras_rnncells unimportable), the ONNX files in onnxruntime in a
   child process without TensorFlow (``run_onnx_in_child``), both on inputs
   other than the export's examples, compared with the model in this process;
-* ``rnncells export model.keras`` in a subprocess;
+* ``rnncells export model.keras`` (through `main`, in this process);
 * a failed ONNX check publishes nothing (the export root is left as it was)
   and the next export is version 1;
 * two exports racing into one root (two processes released together) get
@@ -238,21 +238,20 @@ def manifest_of(path: Path) -> list[dict]:
     return json.loads((path.parent / "manifest.json").read_text())["recurrent_layers"]
 
 
-def test_rnncells_export_of_a_keras_file(tmp_path):
+def test_rnncells_export_of_a_keras_file(tmp_path, monkeypatch, capsys):
+    """``rnncells export mine.keras`` through `main`, in this process (a child
+    would pay TensorFlow's import again; the console script runs in children
+    in test_cli.py and test_litert.py)."""
+    from keras_rnncells.cli import main
+
     model = small_model()
     model.save(tmp_path / "mine.keras")
-    command = [sys.executable, "-m", "keras_rnncells.cli", "export"]
-    done = subprocess.run(
-        [*command, "mine.keras", "--out", "served"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    monkeypatch.chdir(tmp_path)
+    main(["export", "mine.keras", "--out", "served"])  # raises if it fails
+    printed = capsys.readouterr().out
     saved_model = tmp_path / "served" / "user-small" / "1"
     onnx_file = tmp_path / "served" / "onnx" / "user-small" / "1" / "model.onnx"
-    assert f"savedmodel {saved_model} " in done.stdout and f"onnx       {onnx_file} " in done.stdout
+    assert f"savedmodel {saved_model} " in printed and f"onnx       {onnx_file} " in printed
     assert (saved_model / "saved_model.pb").is_file() and onnx_file.is_file()
     for directory in (saved_model, onnx_file.parent):
         manifest = verify_manifest(directory)
