@@ -421,9 +421,8 @@ class RNN(keras.layers.RNN):
         args = (sequences, initial_state, mask, training)
         if path == "scan" and (self.implementation == "scan" or sequences.shape[1] is not None):
             return self.scan_loop(*args)
-        if path == "scan":  # auto at an unknown length (an export): the portable loop
-            return self.fused_loop(*args)
-        if path == "fused":
+        # auto's scan at an unknown length (an export) takes the portable loop
+        if path in ("scan", "fused"):
             return self.fused_loop(*args)
         if mask is None or self.implementation == "cudnn":
             return self.cudnn_loop(*args)
